@@ -1,0 +1,249 @@
+"""Tensor: a backend array and the node that produced it.
+
+Each wrapped namespace has its own subclass of :class:`Tensor` (made by
+``Autodiff(xp)``), whose operators are the namespace's functions: ``a + b``
+costs one call of ``add`` and nothing more. Users never construct a Tensor;
+creation functions and ops return them.
+"""
+
+from __future__ import annotations
+
+
+__all__ = ["Tensor"]
+
+
+class Tensor:
+    """An array of a wrapped namespace that records how it was computed."""
+
+    __slots__ = ("data", "_node", "_index", "_rg", "grad", "_version", "_base", "__weakref__")
+    # numpy must defer ``ndarray * tensor`` to ``Tensor.__rmul__``.
+    __array_ufunc__ = None
+    __array_priority__ = 1000
+    _ns = None  # the public namespace; set on each subclass
+    _ops = None  # every registered op, wrapped (the namespace VJP rules see)
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(
+            "autodiff.Tensor is not constructed directly: use xp.asarray(...) of a "
+            "namespace made by autodiff.Autodiff(xp)"
+        )
+
+    # -- attributes of the standard ------------------------------------------
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self):
+        return self._ops._B.device(self.data)
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def size(self):
+        return self._ops._B.size(self.data)
+
+    @property
+    def T(self):
+        if self.ndim != 2:
+            raise ValueError(f"T: the array must be 2-D, got {self.ndim}-D (use .mT)")
+        return self._ops.permute_dims(self, (1, 0))
+
+    @property
+    def mT(self):
+        return self._ops.matrix_transpose(self)
+
+    def __array_namespace__(self, *, api_version=None):
+        return self._ns
+
+    def to_device(self, device, /, *, stream=None):
+        return self._ops.to_device(self, device, stream=stream)
+
+    def __dlpack__(self, **kwargs):
+        return self.data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.data.__dlpack_device__()
+
+    def __bool__(self):
+        return bool(self.data)
+
+    def __float__(self):
+        return float(self.data)
+
+    def __int__(self):
+        return int(self.data)
+
+    def __index__(self):
+        return self.data.__index__()
+
+    def __complex__(self):
+        return complex(self.data)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.data.shape[0]))
+
+    def item(self):
+        """The value of a one-element tensor as a Python scalar."""
+        if self.size != 1:
+            raise ValueError(f"item: the tensor has {self.size} elements, not one")
+        d = self.data
+        if hasattr(d, "item"):
+            return d.item()
+        B = self._ops._B
+        x = B.reshape(d, ())
+        if B.isdtype(d.dtype, "bool"):
+            return bool(x)
+        if B.isdtype(d.dtype, "integral"):
+            return int(x)
+        if B.isdtype(d.dtype, "complex floating"):
+            return complex(x)
+        return float(x)
+
+    # -- autodiff -------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if self._node is not None:
+            raise RuntimeError(
+                "requires_grad can only be changed on a leaf tensor; use .detach() "
+                "to make a leaf from a computed one"
+            )
+        if value:
+            self._ops._B.check_differentiable(self.data.dtype, "requires_grad")
+        self._rg = bool(value)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        """The node that produced this tensor (None for a leaf)."""
+        return self._node
+
+    def detach(self):
+        """The same values, cut from the graph (shares memory)."""
+        return self._ops._wrap(self.data)
+
+    def backward(self, grad=None, *, retain_graph=False, create_graph=False):
+        """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf it depends on."""
+        self._ops._backward(self, grad, retain_graph, create_graph)
+
+    # -- in-place operators: mutate the data and move this tensor onto a new node
+    def __setitem__(self, key, value, /):
+        self._ops._setitem(self, key, value)
+
+    def _inplace(self, name, other):
+        return self._ops._inplace(self, name, other)
+
+    def __iadd__(self, other, /):
+        return self._ops._inplace(self, "add", other)
+
+    def __isub__(self, other, /):
+        return self._ops._inplace(self, "subtract", other)
+
+    def __imul__(self, other, /):
+        return self._ops._inplace(self, "multiply", other)
+
+    def __itruediv__(self, other, /):
+        return self._ops._inplace(self, "divide", other)
+
+    def __ifloordiv__(self, other, /):
+        return self._ops._inplace(self, "floor_divide", other)
+
+    def __imod__(self, other, /):
+        return self._ops._inplace(self, "remainder", other)
+
+    def __ipow__(self, other, /):
+        return self._ops._inplace(self, "pow", other)
+
+    def __imatmul__(self, other, /):
+        return self._ops._inplace(self, "matmul", other)
+
+    def __iand__(self, other, /):
+        return self._ops._inplace(self, "bitwise_and", other)
+
+    def __ior__(self, other, /):
+        return self._ops._inplace(self, "bitwise_or", other)
+
+    def __ixor__(self, other, /):
+        return self._ops._inplace(self, "bitwise_xor", other)
+
+    def __ilshift__(self, other, /):
+        return self._ops._inplace(self, "bitwise_left_shift", other)
+
+    def __irshift__(self, other, /):
+        return self._ops._inplace(self, "bitwise_right_shift", other)
+
+    def __repr__(self):
+        body = repr(self.data)
+        extra = []
+        if self._node is not None:
+            extra.append(f"grad_fn=<{self._node.op.name}>")
+        elif self._rg:
+            extra.append("requires_grad=True")
+        ns = self._ns.__name__ if self._ns is not None else "?"
+        return f"Tensor[{ns}]({body}{''.join(', ' + e for e in extra)})"
+
+
+# Operators of the standard, bound on each subclass to the namespace's functions.
+BINARY_OPERATORS = {
+    "__add__": "add",
+    "__sub__": "subtract",
+    "__mul__": "multiply",
+    "__truediv__": "divide",
+    "__floordiv__": "floor_divide",
+    "__mod__": "remainder",
+    "__pow__": "pow",
+    "__matmul__": "matmul",
+    "__and__": "bitwise_and",
+    "__or__": "bitwise_or",
+    "__xor__": "bitwise_xor",
+    "__lshift__": "bitwise_left_shift",
+    "__rshift__": "bitwise_right_shift",
+    "__lt__": "less",
+    "__le__": "less_equal",
+    "__gt__": "greater",
+    "__ge__": "greater_equal",
+    "__eq__": "equal",
+    "__ne__": "not_equal",
+}
+REFLECTED_OPERATORS = {
+    "__radd__": "add",
+    "__rsub__": "subtract",
+    "__rmul__": "multiply",
+    "__rtruediv__": "divide",
+    "__rfloordiv__": "floor_divide",
+    "__rmod__": "remainder",
+    "__rpow__": "pow",
+    "__rmatmul__": "matmul",
+    "__rand__": "bitwise_and",
+    "__ror__": "bitwise_or",
+    "__rxor__": "bitwise_xor",
+    "__rlshift__": "bitwise_left_shift",
+    "__rrshift__": "bitwise_right_shift",
+}
+UNARY_OPERATORS = {
+    "__neg__": "negative",
+    "__pos__": "positive",
+    "__abs__": "abs",
+    "__invert__": "bitwise_invert",
+}
+

@@ -1,0 +1,254 @@
+"""Function transforms with JAX's conventions: grad, value_and_grad, vjp, jvp,
+jacobian, hessian, custom_vjp.
+
+Arguments may be raw backend arrays (wrapped on entry, so a function written
+only against the standard, ``xp = array_namespace(x)``, becomes differentiable)
+or Tensors. Differentiating with respect to a Tensor that itself requires grad
+records the derivative, so transforms nest: ``hessian = jacobian(grad(f))``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from . import graph
+from .graph import Node, mode, run_backward
+from .registry import Op
+from .tensor import Tensor
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "custom_vjp"]
+
+
+def _ops_of(x):
+    if isinstance(x, Tensor):
+        return x._ops
+    from .namespace import Autodiff
+
+    import array_api_compat
+
+    try:
+        xp = array_api_compat.array_namespace(x)
+    except TypeError as exc:
+        raise TypeError(f"expected an array or a Tensor, got {type(x).__name__}") from exc
+    return Autodiff(xp).asarray(x)._ops
+
+
+def _variable(x, what):
+    """A fresh node standing for ``x``: the gradient is read where it arrives."""
+    ops = _ops_of(x)
+    t = x if isinstance(x, Tensor) else ops._wrap(x)
+    ops._B.check_differentiable(t.dtype, what)
+    node = Node(_IDENTITY, (None,), {}, None, (_edge(t),), ())
+    v = ops._wrap(t.data)
+    v._node = node
+    v._rg = True
+    return v, node
+
+
+def _edge(t):
+    if not t._rg:
+        return None
+    d = t.data
+    return (t._node, t._index if t._node is not None else t, d.shape, d.dtype)
+
+
+_IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=())
+
+
+def _gradients(out, variables, nodes, cotangent=None, retain_graph=False):
+    """d(out)/d(variables) as Tensors; recorded if any variable stands for a
+    Tensor that requires grad (so the result can be differentiated again)."""
+    ops = out._ops
+    create = any(n.edges[0] is not None for n in nodes) and mode.enabled
+    if cotangent is None:
+        if ops._B.size(out.data) != 1:
+            raise ValueError(
+                f"grad: the function must return a scalar, it returned shape {out.shape}"
+            )
+        g = ops._B.ones_like(out.data)
+    else:
+        g = ops._as_raw(cotangent, out.data, "vjp")
+    if not out._rg:
+        return [ops._wrap(ops._B.zeros_like(v.data)) for v in variables]
+    glue = ops.tensor_glue if create else ops.raw_glue
+    with graph.enable_grad() if create else graph.no_grad():
+        grads = run_backward(
+            [(out._node, out._index)] if out._node is not None else [],
+            [glue.lift(g)] if out._node is not None else [],
+            glue,
+            retain_graph=retain_graph or create,
+            create_graph=create,
+            targets=nodes,
+        )
+    result = []
+    for v, gr in zip(variables, grads):
+        if gr is None:
+            gr = ops._B.zeros_like(v.data)
+        if not isinstance(gr, Tensor):
+            gr = ops._wrap(gr)
+        result.append(gr)
+    return result
+
+
+def _argnums(argnums, n):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not -n <= i < n:
+            raise ValueError(f"argnums {argnums} out of range for {n} arguments")
+    return nums
+
+
+def value_and_grad(f, argnums=0, has_aux=False):
+    """``(f(*args), grad)``; with ``has_aux``, ``((value, aux), grad)``."""
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        nums = _argnums(argnums, len(args))
+        args = list(args)
+        variables, nodes = [], []
+        for i in nums:
+            v, node = _variable(args[i], "grad")
+            args[i] = v
+            variables.append(v)
+            nodes.append(node)
+        with graph.enable_grad():
+            result = f(*args, **kwargs)
+        out, aux = result if has_aux else (result, None)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"grad: the function must return a Tensor, got {type(out).__name__}")
+        grads = _gradients(out, variables, nodes)
+        g = grads[0] if isinstance(argnums, int) else tuple(grads)
+        value = out if any(n.edges[0] is not None for n in nodes) else out.detach()
+        return ((value, aux) if has_aux else value), g
+
+    return wrapper
+
+
+def grad(f, argnums=0, has_aux=False):
+    """The gradient of a scalar function: ``grad(f)(x)`` has ``x``'s shape."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        (value, aux), g = vg(*args, **kwargs) if has_aux else ((None, None), vg(*args, **kwargs)[1])
+        return (g, aux) if has_aux else g
+
+    return wrapper
+
+
+def vjp(f, *primals):
+    """``(f(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` returns one cotangent per primal."""
+    variables, nodes = [], []
+    for p in primals:
+        v, node = _variable(p, "vjp")
+        variables.append(v)
+        nodes.append(node)
+    with graph.enable_grad():
+        out = f(*variables)
+
+    def vjp_fn(cotangent):
+        return tuple(_gradients(out, variables, nodes, cotangent, retain_graph=True))
+
+    return out, vjp_fn
+
+
+def jvp(f, primals, tangents):
+    """``(f(*primals), J @ tangents)``, by transposing the VJP (it is linear in
+    the cotangent, so its own VJP applies J)."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError("jvp: primals and tangents must have the same length")
+    out, vjp_fn = vjp(f, *primals)
+    ops = out._ops
+    u, unode = _variable(ops._wrap(ops._B.zeros_like(out.data)), "jvp")
+    cts = vjp_fn(u)
+    total = None
+    for c, t in zip(cts, tangents):
+        t = t if isinstance(t, Tensor) else ops._wrap(t)
+        term = ops.sum(c * t)
+        total = term if total is None else total + term
+    (tangent_out,) = _gradients(total, [u], [unode])
+    return out.detach(), tangent_out
+
+
+def jacobian(f, argnums=0):
+    """``jacobian(f)(x)`` has shape ``f(x).shape + x.shape``."""
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        nums = _argnums(argnums, len(args))
+        args = list(args)
+        variables, nodes = [], []
+        for i in nums:
+            v, node = _variable(args[i], "jacobian")
+            args[i] = v
+            variables.append(v)
+            nodes.append(node)
+        with graph.enable_grad():
+            out = f(*args)
+        ops = out._ops
+        B = ops._B
+        n = B.size(out.data)
+        rows = [[] for _ in variables]
+        for k in range(n):
+            onehot = B.reshape(
+                B.astype(B.arange(n, device=B.device(out.data)) == k, out.dtype), out.shape
+            )
+            for r, gr in zip(rows, _gradients(out, variables, nodes, onehot, retain_graph=True)):
+                r.append(gr)
+        jacs = []
+        for v, r in zip(variables, rows):
+            stacked = ops.stack(r, axis=0) if r else ops._wrap(B.zeros((0,) + v.shape))
+            jacs.append(ops.reshape(stacked, tuple(out.shape) + tuple(v.shape)))
+        return jacs[0] if isinstance(argnums, int) else tuple(jacs)
+
+    return wrapper
+
+
+def hessian(f, argnums=0):
+    """``hessian(f)(x)`` has shape ``x.shape + x.shape``."""
+    return jacobian(grad(f, argnums), argnums)
+
+
+class custom_vjp:
+    """A function with a user-defined VJP, JAX's convention::
+
+        @ad.custom_vjp
+        def f(x, y): ...
+        f.defvjp(fwd, bwd)   # fwd(*args) -> (out, residuals); bwd(residuals, g) -> grads
+
+    ``fwd`` and ``bwd`` run without recording; ``bwd`` returns one gradient (or
+    None) per positional argument.
+    """
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+    def __call__(self, *args):
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        if self.fwd is None or not mode.enabled or not any(t._rg for t in tensors):
+            return self.fun(*args)
+        ops = tensors[0]._ops
+        plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
+        with graph.no_grad():
+            out, residuals = self.fwd(*plain)
+        bwd = self.bwd
+
+        def rule(xp, g, ans, *raw_args):
+            with graph.no_grad():
+                grads = bwd(residuals, g if isinstance(g, Tensor) else ops._wrap(g))
+            if not isinstance(grads, (tuple, list)):
+                grads = (grads,)
+            if isinstance(g, Tensor):
+                return tuple(None if r is None else r.detach() for r in grads)
+            return tuple(None if r is None else r.data for r in grads)
+
+        op = Op(getattr(self.fun, "__name__", "custom_vjp"), "custom", vjp=rule, saves=())
+        raws = [a.data if isinstance(a, Tensor) else a for a in args]
+        return ops._record(op, out.data, args, raws, {})

@@ -1,0 +1,70 @@
+"""Shorthands for registering rules, and the few helpers rules share."""
+
+from __future__ import annotations
+
+import math
+
+from ..registry import CONST, MISSING, defop
+
+
+def unary(name, rule=None, *, chapter="elementwise", **meta):
+    """An elementwise function of one array: ``rule(xp, g, ans, x)``."""
+    return defop(name, *((rule,) if rule else ()), chapter=chapter, style="unary", **meta)
+
+
+def binary(name, rule1=None, rule2=None, *, chapter="elementwise", **meta):
+    """An elementwise function of two arrays (either may be a Python scalar)."""
+    rules = (rule1, rule2) if (rule1 or rule2) else ()
+    return defop(name, *rules, chapter=chapter, style="binary", **meta)
+
+
+def nondiff(chapter, *names, **meta):
+    """Functions whose outputs never carry a gradient (integer, boolean or piecewise
+    constant results, or no array result at all)."""
+    for name in names:
+        defop(name, chapter=chapter, kind=CONST, **meta)
+
+
+def missing(chapter, *names, **meta):
+    """Functions without a rule yet: calling them on a tensor that requires grad
+    raises NotImplementedError at once."""
+    for name in names:
+        defop(name, chapter=chapter, kind=MISSING, **meta)
+
+
+def axes_of(axis, ndim):
+    """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, int):
+        axis = (axis,)
+    return tuple(sorted(a % ndim if ndim else a for a in axis))
+
+
+def keep_shape(shape, axes):
+    """``shape`` with the reduced ``axes`` set to 1 (the keepdims shape)."""
+    return tuple(1 if i in axes else s for i, s in enumerate(shape))
+
+
+def expand(xp, g, shape, axis, keepdims=False):
+    """Broadcast the cotangent of a reduction back to the input's ``shape``."""
+    axes = axes_of(axis, len(shape))
+    if not keepdims:
+        g = xp.reshape(g, keep_shape(shape, axes))
+    return xp.broadcast_to(g, shape)
+
+
+def count(shape, axis):
+    """Number of elements a reduction over ``axis`` combines."""
+    return math.prod(shape[a] for a in axes_of(axis, len(shape)))
+
+
+def zeros_like(xp, g):
+    return xp.zeros_like(g)
+
+
+def inverse_permutation(axes):
+    inv = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inv[a] = i
+    return tuple(inv)

@@ -1,0 +1,86 @@
+"""Creation functions. They accept ``requires_grad=False``; ``asarray`` of a
+Tensor keeps its graph (dtype changes and copies are differentiable), so
+array-API-generic code that starts with ``xp.asarray(x)`` stays differentiable."""
+
+from __future__ import annotations
+
+from ..registry import CONST, defop
+from ..tensor import Tensor
+
+
+def _has_tensor(obj):
+    if isinstance(obj, Tensor):
+        return True
+    return isinstance(obj, (list, tuple)) and any(_has_tensor(o) for o in obj)
+
+
+def _first_tensor(obj):
+    if isinstance(obj, Tensor):
+        return obj
+    for o in obj:
+        t = _first_tensor(o) if isinstance(o, (list, tuple, Tensor)) else None
+        if t is not None:
+            return t
+    return None
+
+
+def _asarray_public(f):
+    def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False):
+        if not _has_tensor(obj):
+            return f(obj, dtype=dtype, device=device, copy=copy, requires_grad=requires_grad)
+        ops = _first_tensor(obj)._ops
+        if isinstance(obj, Tensor):
+            t = obj
+        else:  # a nested sequence holding tensors: stack it (differentiably)
+            t = ops.stack([asarray(o, dtype=dtype, device=device) for o in obj])
+        if device is not None and device != t.device:
+            if copy is False:
+                raise ValueError("asarray: copy=False, but moving to another device copies")
+            t = ops.to_device(t, device)
+        if (dtype is not None and dtype != t.dtype) or copy:
+            if copy is False:
+                raise ValueError("asarray: copy=False, but changing the dtype copies")
+            t = ops.astype(t, dtype if dtype is not None else t.dtype, copy=True)
+        if requires_grad and not t.requires_grad:
+            t = t.detach()
+            t.requires_grad = True
+        elif requires_grad and t._node is not None:
+            raise ValueError(
+                "asarray(requires_grad=True) of a computed tensor: call .detach() first"
+            )
+        return t
+
+    return asarray
+
+
+def _tri(which):
+    return lambda xp, g, ans, x, *, k=0: getattr(xp, which)(g, k=k)
+
+
+def _meshgrid(xp, gs, ans, *arrays, indexing="xy"):
+    """Output i repeats input i along every axis but one: sum those away."""
+    n = len(arrays)
+    grads = []
+    for i, g in enumerate(gs):
+        axis = 1 - i if indexing == "xy" and n >= 2 and i < 2 else i
+        other = tuple(a for a in range(g.ndim) if a != axis)
+        grads.append(xp.reshape(xp.sum(g, axis=other), arrays[i].shape) if other else g)
+    return grads
+
+
+for _name in (
+    "arange", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",
+    "ones", "ones_like", "zeros", "zeros_like",
+):  # fmt: skip
+    defop(_name, chapter="creation", kind=CONST, style="creation")
+defop("asarray", chapter="creation", kind=CONST, style="creation", public=_asarray_public)
+defop("tril", _tri("tril"), chapter="creation", saves=())
+defop("triu", _tri("triu"), chapter="creation", saves=())
+defop(
+    "meshgrid",
+    vjp=_meshgrid,
+    chapter="creation",
+    impl=lambda B: lambda *arrays, indexing="xy": B.meshgrid(*arrays, indexing=indexing),
+    saves=(),
+    nout=0,
+)

@@ -1,0 +1,183 @@
+"""Element-wise functions. Each rule is ``rule(xp, g, ans, x)`` (or ``x1, x2``);
+broadcasting and dtype casts of the gradient are undone centrally."""
+
+from __future__ import annotations
+
+import math
+
+from ..registry import defop
+from ._util import binary, nondiff, unary
+
+
+def _is_scalar(v):
+    return isinstance(v, (int, float))
+
+
+def _z(xp, g):
+    return xp.zeros_like(g)
+
+
+# -- one argument ------------------------------------------------------------
+unary("abs", lambda xp, g, ans, x: g * xp.sign(x), twice=False)  # abs'(0) = 0
+unary("acos", lambda xp, g, ans, x: -g / xp.sqrt(1 - x * x), domain=(-1, 1))
+unary("acosh", lambda xp, g, ans, x: g / xp.sqrt(x * x - 1), domain=(1, math.inf))
+unary("asin", lambda xp, g, ans, x: g / xp.sqrt(1 - x * x), domain=(-1, 1))
+unary("asinh", lambda xp, g, ans, x: g / xp.sqrt(x * x + 1))
+unary("atan", lambda xp, g, ans, x: g / (1 + x * x))
+unary("atanh", lambda xp, g, ans, x: g / (1 - x * x), domain=(-1, 1))
+unary("conj", lambda xp, g, ans, x: g, saves=())  # real inputs only
+unary("cos", lambda xp, g, ans, x: -g * xp.sin(x))
+unary("cosh", lambda xp, g, ans, x: g * xp.sinh(x))
+unary("exp", lambda xp, g, ans, x: g * ans, saves=(), saves_ans=True)
+unary("expm1", lambda xp, g, ans, x: g * (ans + 1), saves=(), saves_ans=True)
+unary("log", lambda xp, g, ans, x: g / x, domain=(0, math.inf))
+unary("log1p", lambda xp, g, ans, x: g / (x + 1), domain=(-1, math.inf))
+unary("log2", lambda xp, g, ans, x: g / (x * math.log(2)), domain=(0, math.inf))
+unary("log10", lambda xp, g, ans, x: g / (x * math.log(10)), domain=(0, math.inf))
+unary("negative", lambda xp, g, ans, x: -g, saves=())
+unary("positive", lambda xp, g, ans, x: g, saves=())
+unary("real", lambda xp, g, ans, x: g, saves=())  # real inputs only
+unary("reciprocal", lambda xp, g, ans, x: -g * ans * ans, saves=(), saves_ans=True)
+unary("sin", lambda xp, g, ans, x: g * xp.cos(x))
+unary("sinh", lambda xp, g, ans, x: g * xp.cosh(x))
+unary("sqrt", lambda xp, g, ans, x: g / (2 * ans), saves=(), saves_ans=True, domain=(0, math.inf))
+unary("square", lambda xp, g, ans, x: 2 * g * x)
+unary("tan", lambda xp, g, ans, x: g * (1 + ans * ans), saves=(), saves_ans=True)
+unary("tanh", lambda xp, g, ans, x: g * (1 - ans * ans), saves=(), saves_ans=True)
+
+# -- two arguments -----------------------------------------------------------
+binary("add", lambda xp, g, ans, x1, x2: g, lambda xp, g, ans, x1, x2: g, saves=())
+binary("subtract", lambda xp, g, ans, x1, x2: g, lambda xp, g, ans, x1, x2: -g, saves=())
+binary("multiply", lambda xp, g, ans, x1, x2: g * x2, lambda xp, g, ans, x1, x2: g * x1)
+binary(
+    "divide",
+    lambda xp, g, ans, x1, x2: g / x2,
+    lambda xp, g, ans, x1, x2: -g * x1 / (x2 * x2),
+)
+binary(
+    "atan2",
+    lambda xp, g, ans, x1, x2: g * x2 / (x1 * x1 + x2 * x2),
+    lambda xp, g, ans, x1, x2: -g * x1 / (x1 * x1 + x2 * x2),
+)
+
+
+def _hypot(which):
+    def rule(xp, g, ans, x1, x2):
+        safe = xp.where(ans == 0, xp.ones_like(ans), ans)  # hypot'(0, 0) = 0
+        return g * (x1 if which == 0 else x2) / safe
+
+    return rule
+
+
+binary("hypot", _hypot(0), _hypot(1), saves_ans=True, twice=False)
+binary(
+    "logaddexp",
+    lambda xp, g, ans, x1, x2: g * xp.exp(x1 - ans),
+    lambda xp, g, ans, x1, x2: g * xp.exp(x2 - ans),
+    saves_ans=True,
+)
+
+
+def _extremum(greater):
+    """maximum/minimum: the larger (smaller) side gets g; a tie gives half to each."""
+
+    def rule(xp, g, ans, mine, other):
+        wins = mine > other if greater else mine < other
+        tie = mine == other
+        return xp.where(wins, g, xp.where(tie, g / 2, _z(xp, g)))
+
+    return rule
+
+
+binary(
+    "maximum",
+    _extremum(True),
+    lambda xp, g, ans, x1, x2: _extremum(True)(xp, g, ans, x2, x1),
+    twice=False,
+)
+binary(
+    "minimum",
+    _extremum(False),
+    lambda xp, g, ans, x1, x2: _extremum(False)(xp, g, ans, x2, x1),
+    twice=False,
+)
+
+
+def _pow_base(xp, g, ans, x1, x2):
+    """d/dx1 x1**x2 = x2 * x1**(x2-1); zero where x2 == 0 (also at x1 == 0)."""
+    if _is_scalar(x2):
+        return g * 0 if x2 == 0 else g * x2 * x1 ** (x2 - 1)
+    return xp.where(x2 == 0, _z(xp, g), g * x2 * x1 ** (x2 - 1))
+
+
+def _pow_exponent(xp, g, ans, x1, x2):
+    """d/dx2 x1**x2 = x1**x2 * log(x1); zero where x1 == 0 (the limit from x1 > 0)."""
+    if _is_scalar(x1):
+        return g * ans * math.log(x1) if x1 > 0 else g * 0
+    safe = xp.where(x1 == 0, xp.ones_like(x1), x1)
+    return xp.where(x1 == 0, _z(xp, g), g * ans * xp.log(safe))
+
+
+binary("pow", _pow_base, _pow_exponent, saves_ans=True)
+binary(
+    "remainder",
+    lambda xp, g, ans, x1, x2: g,
+    lambda xp, g, ans, x1, x2: -g * xp.floor(x1 / x2),
+    twice=False,
+)
+def _copysign(xp, g, ans, x1, x2):
+    """+g where x1 already has x2's sign, -g where copysign flips it."""
+    negative = math.copysign(1.0, x2) < 0 if _is_scalar(x2) else xp.signbit(x2)
+    return xp.where(xp.signbit(x1) == negative, g, -g)
+
+
+binary("copysign", _copysign, None, twice=False)
+
+
+def _clip_x(xp, g, ans, x, lo, hi):
+    keep = None
+    if lo is not None:
+        keep = x >= lo
+    if hi is not None:
+        keep = x <= hi if keep is None else keep & (x <= hi)
+    return g if keep is None else xp.where(keep, g, _z(xp, g))
+
+
+def _clip_bound(low):
+    def rule(xp, g, ans, x, lo, hi):
+        return xp.where(x < lo if low else x > hi, g, _z(xp, g))
+
+    return rule
+
+
+def _clip_impl(B):
+    def clip(x, min=None, max=None):
+        return B.clip(x, min=min, max=max)
+
+    return clip
+
+
+defop(
+    "clip",
+    vjp=(_clip_x, _clip_bound(True), _clip_bound(False)),
+    chapter="elementwise",
+    impl=_clip_impl,
+    public=lambda f: lambda x, /, min=None, max=None: f(x, min, max),
+    twice=False,
+)
+
+# -- piecewise constant, integer or boolean results: no gradient ----------------
+nondiff(
+    "elementwise",
+    "ceil", "floor", "round", "sign", "signbit", "trunc", "isfinite", "isinf", "isnan",
+    "logical_not", "bitwise_invert", "imag",
+    style="unary",
+)  # fmt: skip
+nondiff(
+    "elementwise",
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "floor_divide",
+    "nextafter",
+    style="binary",
+)  # fmt: skip

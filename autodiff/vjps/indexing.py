@@ -1,0 +1,97 @@
+"""Indexing: ``take``, ``take_along_axis``, ``x[key]``, ``x[key] = v``, and the
+scatter-add kernel their rules are written with."""
+
+from __future__ import annotations
+
+import math
+
+from ..registry import defop
+
+
+def _index_add_impl(B):
+    return lambda x, indices, values, axis=0: B.index_add(x, indices, values, axis=axis)
+
+
+def _positions(xp, x, device):
+    """Flat position of every element of ``x``: gathering it the way the forward
+    gathered ``x`` tells where each output element came from."""
+    n = math.prod(x.shape)
+    return xp.reshape(xp.arange(n, device=device), x.shape)
+
+
+def _scatter_back(xp, x, positions, g):
+    """A zero array shaped like ``x`` with ``g`` added at flat ``positions``."""
+    n = math.prod(x.shape)
+    z = xp.zeros((n,), dtype=g.dtype, device=g.device)
+    z = xp.index_add(z, xp.reshape(positions, (-1,)), xp.reshape(g, (-1,)), axis=0)
+    return xp.reshape(z, x.shape)
+
+
+def _take(xp, g, ans, x, indices, *, axis=None):
+    z = xp.zeros(x.shape, dtype=g.dtype, device=g.device)
+    return xp.index_add(z, indices, g, axis=0 if axis is None else axis)
+
+
+def _take_along_axis(xp, g, ans, x, indices, *, axis=-1):
+    pos = xp.take_along_axis(_positions(xp, x, g.device), indices, axis=axis)
+    return _scatter_back(xp, x, pos, g)
+
+
+def _is_basic(key):
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in parts)
+
+
+def _getitem(xp, g, ans, x, *, key):
+    """Basic indexing writes g into zeros; array indexing scatter-adds it, so
+    repeated indices accumulate."""
+    if _is_basic(key):
+        z = xp.zeros(x.shape, dtype=g.dtype, device=g.device)
+        parts = key if isinstance(key, tuple) else (key,)
+        if any(k is None for k in parts):  # new axes: drop them from g instead
+            key = tuple(k for k in parts if k is not None)
+            g = xp.reshape(g, z[key].shape)
+        z[key] = g
+        return z
+    return _scatter_back(xp, x, _positions(xp, x, g.device)[key], g)
+
+
+def _setitem_x(xp, g, ans, x, value, *, key):
+    mask = xp.zeros(g.shape, dtype=xp.bool, device=g.device)
+    mask[key] = True
+    return xp.where(mask, xp.zeros_like(g), g)
+
+
+def _setitem_value(xp, g, ans, x, value, *, key):
+    return g[key]
+
+
+defop("take", _take, chapter="indexing", saves=(1,))
+defop("take_along_axis", _take_along_axis, chapter="indexing", saves=(1,))
+defop(
+    "__getitem__",
+    _getitem,
+    chapter="indexing",
+    saves=(),
+    impl=lambda B: lambda x, *, key: x[key],
+    doc="x[key]: basic slicing and integer or boolean array indexing",
+)
+defop(
+    "__setitem__",
+    _setitem_x,
+    _setitem_value,
+    chapter="indexing",
+    saves=(),
+    impl=lambda B: None,
+    doc="x[key] = value: the gradient flows to the surviving old values and to value",
+)
+defop(
+    "index_add",
+    lambda xp, g, ans, x, indices, values, *, axis=0: g,
+    None,
+    lambda xp, g, ans, x, indices, values, *, axis=0: xp.take(g, indices, axis=axis),
+    chapter="kernels",
+    impl=_index_add_impl,
+    saves=(1,),
+    doc="out = x; out[..., indices[j], ...] += values[..., j, ...] (duplicates accumulate)",
+)

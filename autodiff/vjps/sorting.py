@@ -1,0 +1,16 @@
+"""Sorting functions: ``sort`` routes each gradient back to where its value came from."""
+
+from __future__ import annotations
+
+from ..registry import defop
+from ._util import nondiff
+
+
+def _sort(xp, g, ans, x, *, axis=-1, descending=False, stable=True):
+    order = xp.argsort(x, axis=axis, descending=descending, stable=True)
+    inverse = xp.argsort(order, axis=axis)
+    return xp.take_along_axis(g, inverse, axis=axis)
+
+
+defop("sort", _sort, chapter="sorting", twice=False)
+nondiff("sorting", "argsort")

@@ -1,0 +1,126 @@
+"""Statistical functions: reductions and cumulative sums/products."""
+
+from __future__ import annotations
+
+from ..registry import defop
+from ..tensor import Tensor
+from ._util import axes_of, count, expand, inverse_permutation, keep_shape
+
+
+def _sum(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
+    return expand(xp, g, x.shape, axis, keepdims)
+
+
+def _mean(xp, g, ans, x, *, axis=None, keepdims=False):
+    return expand(xp, g, x.shape, axis, keepdims) / count(x.shape, axis)
+
+
+def _extremum(xp, g, ans, x, *, axis=None, keepdims=False):
+    """max/min: ties split the gradient evenly."""
+    axes = axes_of(axis, x.ndim)
+    kept = keep_shape(x.shape, axes)
+    hit = x == xp.reshape(ans, kept)
+    n = xp.sum(xp.astype(hit, x.dtype), axis=axes, keepdims=True)
+    return xp.where(hit, expand(xp, g, x.shape, axis, keepdims) / n, xp.zeros_like(x))
+
+
+def _var(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
+    axes = axes_of(axis, x.ndim)
+    centered = x - xp.mean(x, axis=axes, keepdims=True)
+    return expand(xp, g, x.shape, axis, keepdims) * centered * (2 / (count(x.shape, axis) - correction))
+
+
+def _std(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
+    """d std = d var / (2 std); zero where std is 0 (all values equal)."""
+    axes = axes_of(axis, x.ndim)
+    s = xp.reshape(ans, keep_shape(x.shape, axes))
+    zero = s == 0
+    safe = xp.where(zero, xp.ones_like(s), s)
+    centered = x - xp.mean(x, axis=axes, keepdims=True)
+    scale = xp.where(zero, xp.zeros_like(s), 1 / ((count(x.shape, axis) - correction) * safe))
+    return expand(xp, g, x.shape, axis, keepdims) * centered * scale
+
+
+def _others_product(xp, x):
+    """Product of every other element along the last axis, exact with zeros:
+    exclusive cumulative products from the left and from the right."""
+    left = xp.cumulative_prod(x, axis=-1, include_initial=True)[..., :-1]
+    rx = xp.flip(x, axis=-1)
+    right = xp.flip(xp.cumulative_prod(rx, axis=-1, include_initial=True)[..., :-1], axis=-1)
+    return left * right
+
+
+def _prod(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
+    axes = axes_of(axis, x.ndim)
+    if not axes:
+        return expand(xp, g, x.shape, axis, keepdims)
+    rest = tuple(a for a in range(x.ndim) if a not in axes)
+    perm = rest + axes
+    moved = xp.permute_dims(x, perm) if perm != tuple(range(x.ndim)) else x
+    flat = xp.reshape(moved, tuple(x.shape[a] for a in rest) + (-1,))
+    others = xp.reshape(_others_product(xp, flat), moved.shape)
+    if perm != tuple(range(x.ndim)):
+        others = xp.permute_dims(others, inverse_permutation(perm))
+    return expand(xp, g, x.shape, axis, keepdims) * others
+
+
+def _reverse_cumsum(xp, g, axis):
+    return xp.flip(xp.cumulative_sum(xp.flip(g, axis=axis), axis=axis), axis=axis)
+
+
+def _drop_initial(xp, g, axis, include_initial):
+    if not include_initial:
+        return g
+    return g[(slice(None),) * axis + (slice(1, None), ...)]
+
+
+def _cumulative_sum(xp, g, ans, x, *, axis=None, dtype=None, include_initial=False):
+    axis = 0 if axis is None else axis % x.ndim
+    return _reverse_cumsum(xp, _drop_initial(xp, g, axis, include_initial), axis)
+
+
+def _cumulative_prod(xp, g, ans, x, *, axis=None, dtype=None, include_initial=False):
+    """Exact with zeros. Before the first zero z of a row: reverse_cumsum(g*p)/x.
+    At z: prod(x[:z]) * sum_{j>=z} g_j prod(x[z+1:j+1]). After z: 0."""
+    axis = 0 if axis is None else axis % x.ndim
+    g = _drop_initial(xp, g, axis, include_initial)
+    if isinstance(g, Tensor):
+        return _cumulative_prod_polynomial(xp, g, x, axis)
+    one, zero = xp.ones_like(x), xp.zeros_like(x)
+    is_zero = x == 0
+    zeros_upto = xp.cumulative_sum(xp.astype(is_zero, xp.int32), axis=axis)
+    before = zeros_upto == 0
+    first = is_zero & (zeros_upto == 1)
+    p = xp.cumulative_prod(x, axis=axis)
+    plain = _reverse_cumsum(xp, g * p, axis) / xp.where(is_zero, one, x)
+    prefix = xp.prod(xp.where(before, x, one), axis=axis, keepdims=True)
+    q = xp.cumulative_prod(xp.where(before | first, one, x), axis=axis)
+    tail = _reverse_cumsum(xp, xp.where(before, zero, g * q), axis)
+    return xp.where(before, plain, xp.where(first, prefix * tail, zero))
+
+
+def _cumulative_prod_polynomial(xp, g, x, axis):
+    """The same gradient as a polynomial in x, O(n^2) along the axis: used when
+    the backward pass is recorded, so that second derivatives are exact at zeros
+    too. grad_i = prod(x[:i]) * sum_{j>=i} g_j prod(x[i+1:j+1])."""
+    xm = xp.moveaxis(x, axis, -1)
+    gm = xp.moveaxis(g, axis, -1)
+    n = xm.shape[-1]
+    idx = xp.arange(n, device=x.device)
+    row, col = idx[:, None], idx[None, :]
+    one = xp.ones((), dtype=x.dtype, device=x.device)
+    spans = xp.cumulative_prod(xp.where(col > row, xm[..., None, :], one), axis=-1)
+    inner = xp.sum(xp.where(col >= row, spans * gm[..., None, :], one * 0), axis=-1)
+    prefix = xp.cumulative_prod(xm, axis=-1, include_initial=True)[..., :-1]
+    return xp.moveaxis(prefix * inner, -1, axis)
+
+
+defop("sum", _sum, chapter="statistical", saves=())
+defop("mean", _mean, chapter="statistical", saves=())
+defop("max", _extremum, chapter="statistical", saves_ans=True, twice=False)
+defop("min", _extremum, chapter="statistical", saves_ans=True, twice=False)
+defop("var", _var, chapter="statistical")
+defop("std", _std, chapter="statistical", saves_ans=True)
+defop("prod", _prod, chapter="statistical")
+defop("cumulative_sum", _cumulative_sum, chapter="statistical", saves=())
+defop("cumulative_prod", _cumulative_prod, chapter="statistical")

@@ -1,0 +1,126 @@
+"""Per-library kernels the standard lacks, behind one resolver.
+
+``resolve(xp)`` returns a :class:`Backend`: the array-api-compat namespace of
+``xp`` (every standard function, as attributes) plus the kernels of
+:data:`KERNELS`, each bound to that namespace. A kernel comes from the
+library's fast-path module when it has one (``backends/numpy_fast.py``,
+``backends/cupy_fast.py``) and from ``backends/generic.py`` otherwise, which is
+written in the Array API alone and works on every conforming namespace.
+Optional libraries are never imported eagerly.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import types
+
+from . import generic
+
+__all__ = ["Backend", "resolve", "KERNELS"]
+
+KERNELS = ("index_add",)
+
+# Module of fast paths, by the name of the canonical (array-api-compat) namespace.
+_FAST = {
+    "numpy": "backends.numpy_fast",
+}
+
+
+def _canonical(xp):
+    """(key, compute namespace) for a user's namespace: numpy and
+    ``array_api_compat.numpy`` are one backend, computed with the latter."""
+    import array_api_compat as compat
+
+    for lib, check in (
+        ("numpy", compat.is_numpy_namespace),
+        ("cupy", compat.is_cupy_namespace),
+        ("torch", compat.is_torch_namespace),
+        ("dask.array", compat.is_dask_namespace),
+    ):
+        if check(xp):
+            return lib, importlib.import_module(f"array_api_compat.{lib}")
+    if compat.is_array_api_strict_namespace(xp):
+        return "array_api_strict", xp
+    name = getattr(xp, "__name__", None)
+    if not isinstance(name, str) or not hasattr(xp, "asarray"):
+        raise TypeError(f"Autodiff: {xp!r} is not an Array API namespace")
+    return name, xp
+
+
+class Backend(types.SimpleNamespace):
+    """A compute namespace: the standard's functions plus this project's kernels."""
+
+    def __init__(self, key, xp):
+        super().__init__(**{k: v for k, v in vars(xp).items() if not k.startswith("__")})
+        self.__name__ = key
+        self.key = key
+        self.xp = xp
+        self.__array_api_version__ = getattr(xp, "__array_api_version__", None)
+        self.__array_namespace_info__ = getattr(xp, "__array_namespace_info__", None)
+        for sub in ("linalg", "fft"):  # extensions may be loaded lazily (array_api_strict)
+            mod = getattr(xp, sub, None)
+            if mod is not None:
+                setattr(self, sub, mod)
+        import array_api_compat
+
+        self.to_device = array_api_compat.to_device
+        fast = importlib.import_module(_FAST[key]) if key in _FAST else None
+        for name in KERNELS:
+            impl = getattr(fast, name, None) or getattr(generic, name)
+            setattr(self, name, functools.partial(impl, xp))
+        self.kernel_source = {
+            name: ("fast" if getattr(fast, name, None) else "generic") for name in KERNELS
+        }
+        # numpy returns scalars (np.float64) from 0-d ufunc calls; arrays stay arrays.
+        self.scalar_types = fast.SCALAR_TYPES if fast is not None else ()
+        self.array_type = fast.ARRAY_TYPE if fast is not None else None
+
+    def __repr__(self):
+        return f"<Backend {self.key}>"
+
+    def device(self, x):
+        d = getattr(x, "device", None)
+        if d is None:
+            import array_api_compat
+
+            d = array_api_compat.device(x)
+        return d
+
+    def size(self, x):
+        n = 1
+        for s in x.shape:
+            if s is None:
+                return None
+            n *= s
+        return n
+
+    def is_array(self, x):
+        if self.array_type is not None:
+            return isinstance(x, self.array_type)
+        import array_api_compat
+
+        return array_api_compat.is_array_api_obj(x) and not isinstance(x, (int, float, bool))
+
+    def check_differentiable(self, dtype, where):
+        if self.isdtype(dtype, "real floating"):
+            return
+        if self.isdtype(dtype, "complex floating"):
+            raise TypeError(
+                f"{where}: complex tensors can't require grad yet (dtype {dtype}); "
+                "only real floating dtypes are differentiable"
+            )
+        raise TypeError(
+            f"{where}: only floating-point tensors can require grad, got dtype {dtype}"
+        )
+
+
+_cache: dict = {}
+
+
+def resolve(xp) -> Backend:
+    key, compute = _canonical(xp)
+    b = _cache.get(key)
+    if b is None:
+        b = _cache[key] = Backend(key, compute)
+    return b

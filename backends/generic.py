@@ -1,0 +1,44 @@
+"""Kernels in the Array API alone: they run on every conforming namespace and
+device. Each takes the namespace first."""
+
+from __future__ import annotations
+
+
+def index_add(xp, x, indices, values, axis=0):
+    """``out = copy(x); out[..., indices[j], ...] += values[..., j, ...]`` along ``axis``.
+
+    Duplicate indices accumulate. The standard has no scatter, so the sums are
+    read from a cumulative sum over the values sorted by index (a gather at
+    the segment ends): O(len(indices) + x.shape[axis]) memory, no one-hot
+    matrix. Accumulation is in float64 where the device has it, so float32
+    sums don't lose the small segments to cancellation.
+    """
+    axis = axis % x.ndim
+    m = x.shape[axis]
+    device = getattr(x, "device", None)
+    indices = xp.reshape(indices, (-1,))
+    order = xp.argsort(indices, stable=True)
+    sorted_idx = xp.take(indices, order)
+    v = xp.take(values, order, axis=axis)
+    acc = _accumulator_dtype(xp, v.dtype, device)
+    if acc != v.dtype:
+        v = xp.astype(v, acc)
+    csum = xp.cumulative_sum(v, axis=axis, include_initial=True)
+    targets = xp.arange(m, dtype=sorted_idx.dtype, device=device)
+    lo = xp.searchsorted(sorted_idx, targets, side="left")
+    hi = xp.searchsorted(sorted_idx, targets, side="right")
+    sums = xp.take(csum, hi, axis=axis) - xp.take(csum, lo, axis=axis)
+    if sums.dtype != x.dtype:
+        sums = xp.astype(sums, x.dtype)
+    return x + sums
+
+
+def _accumulator_dtype(xp, dtype, device):
+    if dtype == xp.float32 and hasattr(xp, "float64"):
+        try:
+            dtypes = xp.__array_namespace_info__().dtypes(device=device, kind="real floating")
+        except Exception:
+            return dtype
+        if "float64" in dtypes:
+            return xp.float64
+    return dtype

@@ -9,6 +9,8 @@ limit. Each node frees what it saved as soon as its rule has run, unless
 from __future__ import annotations
 
 import threading
+from heapq import heappop, heappush
+from itertools import count
 
 from .registry import Op
 
@@ -59,6 +61,9 @@ class enable_grad(_GradMode):
     _value = True
 
 
+next_seq = count().__next__  # creation order of nodes: a topological order
+
+
 class Node:
     """One recorded call of an op.
 
@@ -69,10 +74,11 @@ class Node:
     node has been used and freed.
     """
 
-    __slots__ = ("op", "args", "kwargs", "ans", "edges", "versions")
+    __slots__ = ("op", "args", "kwargs", "ans", "edges", "versions", "seq")
     outs = None  # multi-output nodes (MultiNode): ((shape, dtype), ...) of the outputs
 
     def __init__(self, op: Op, args, kwargs, ans, edges, versions):
+        self.seq = next_seq()
         self.op = op
         self.args = args
         self.kwargs = kwargs
@@ -112,24 +118,19 @@ class Meta:
         return n
 
 
-def _toposort(roots, stop):
-    """How many edges of reachable nodes point at each node, without recursion."""
-    deps = dict.fromkeys(roots, 0)
+def _reachable(roots, stop):
+    """Every node reachable from ``roots`` (not walking past ``stop``), without recursion."""
+    seen = dict.fromkeys(roots)
     stack = list(roots)
     while stack:
         node = stack.pop()
-        if stop and node in stop:
+        if node in stop:
             continue
         for e in node.edges:
-            if e is not None:
-                parent = e[0]
-                if parent is not None:
-                    if parent in deps:
-                        deps[parent] += 1
-                    else:
-                        deps[parent] = 1
-                        stack.append(parent)
-    return deps
+            if e is not None and e[0] is not None and e[0] not in seen:
+                seen[e[0]] = None
+                stack.append(e[0])
+    return list(seen)
 
 
 def _reaching(nodes, targets):
@@ -154,60 +155,70 @@ def _reaching(nodes, targets):
 def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False, targets=None):
     """Pull ``root_grads`` back from ``roots``, a list of ``(node, output index)``.
 
+    Nodes run in decreasing creation order (a max-heap on ``seq``): a node is
+    always created after the nodes it reads, so every consumer of a node has run
+    before it, and no dependency count is needed. Only nodes a gradient reaches
+    are visited.
+
     Without ``targets`` the gradients of leaves accumulate into ``leaf.grad``.
     With ``targets`` (a list of nodes) nothing accumulates: the gradient reaching
     each target is returned, and the graph is not walked beyond them.
     ``glue`` adapts values between raw arrays and Tensors (see namespace.py).
     """
-    root_nodes = list(dict.fromkeys(node for node, _ in roots))
     stop = set(targets) if targets is not None else ()
-    deps = _toposort(root_nodes, stop)
-    useful = _reaching(list(deps), stop) if targets is not None else None
+    useful = None
+    if targets is not None:
+        useful = _reaching(_reachable([n for n, _ in roots], stop), stop)
     buffers = {}
+    heap = []
     for (node, index), g in zip(roots, root_grads):
+        if node not in buffers:
+            heappush(heap, (-node.seq, node))
         _accumulate(buffers, node, index, g, glue)
-    ready = [n for n in root_nodes if deps[n] == 0]
     captured = {}
     fit, add, raw = glue.fit, glue.add, not create_graph
-    while ready:
-        node = ready.pop()
-        g = buffers.pop(node, None)
+    while heap:
+        node = heappop(heap)[1]
+        g = buffers.pop(node)
         if stop and node in stop:
             captured[node] = g
             continue
+        if useful is not None and node not in useful:
+            continue
+        op = node.op
         edges = node.edges
-        if g is not None and (useful is None or node in useful):
-            op = node.op
-            if node.versions or node.args is None:
-                _check_node(node)
-            try:
-                if raw and op.elementwise:
-                    # Hot path: element-wise rules on raw arrays, no kwargs.
-                    args, xp, ans = node.args, glue.xp, node.ans
-                    rules = op.vjp
-                    if len(edges) == 1:
-                        grads = (rules[0](xp, g, ans, *args),)
-                    else:
-                        e1, e2 = edges
-                        grads = (
-                            None if e1 is None else rules[0](xp, g, ans, *args),
-                            None if e2 is None else rules[1](xp, g, ans, *args),
-                        )
+        if node.versions or node.args is None:
+            _check_node(node)
+        try:
+            if raw and op.elementwise:
+                # Hot path: element-wise rules on raw arrays, no kwargs, and for one
+                # argument no broadcasting to undo.
+                args, xp, ans = node.args, glue.xp, node.ans
+                rules = op.vjp
+                if len(edges) == 1:
+                    grads = (rules[0](xp, g, ans, *args),)
+                    fitted = True
                 else:
-                    xp, g, ans, args, kwargs = glue.prepare(node, g)
-                    if op.joint:
-                        grads = op.vjp(xp, g, ans, *args, **kwargs)
-                    else:
-                        rules = op.vjp
-                        grads = [
-                            None if e is None else rules[i](xp, g, ans, *args, **kwargs)
-                            for i, e in enumerate(edges)
-                        ]
-            except Exception as exc:
-                _add_context(exc, f"in the VJP rule of '{op.name}'")
-                raise
-        else:
-            grads = None
+                    e1, e2 = edges
+                    grads = (
+                        None if e1 is None else rules[0](xp, g, ans, *args),
+                        None if e2 is None else rules[1](xp, g, ans, *args),
+                    )
+                    fitted = False
+            else:
+                xp, g, ans, args, kwargs = glue.prepare(node, g)
+                fitted = False
+                if op.joint:
+                    grads = op.vjp(xp, g, ans, *args, **kwargs)
+                else:
+                    rules = op.vjp
+                    grads = [
+                        None if e is None else rules[i](xp, g, ans, *args, **kwargs)
+                        for i, e in enumerate(edges)
+                    ]
+        except Exception as exc:
+            _add_context(exc, f"in the VJP rule of '{op.name}'")
+            raise
         if not retain_graph:
             node.args = node.kwargs = node.ans = None
             node.versions = ()
@@ -216,27 +227,26 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
             i += 1
             if e is None:
                 continue
-            parent, index, shape, dtype = e
-            if grads is not None:
-                gi = grads[i]
-                if gi is not None and (gi.shape != shape or gi.dtype != dtype):
-                    gi = fit(gi, shape, dtype)
-            else:
-                gi = None
-            if parent is None:
-                if gi is not None and targets is None:
-                    glue.accumulate_leaf(index, gi)
+            gi = grads[i]
+            if gi is None:
                 continue
-            if gi is not None:
-                if parent.outs is None:
-                    old = buffers.get(parent)
-                    buffers[parent] = gi if old is None else add(old, gi)
+            parent, index, shape, dtype = e
+            if not fitted and (gi.shape != shape or gi.dtype != dtype):
+                gi = fit(gi, shape, dtype)
+            if parent is None:
+                if targets is None:
+                    glue.accumulate_leaf(index, gi)
+            elif parent.outs is None:
+                old = buffers.get(parent)
+                if old is None:
+                    buffers[parent] = gi
+                    heappush(heap, (-parent.seq, parent))
                 else:
-                    _accumulate(buffers, parent, index, gi, glue)
-            d = deps[parent] - 1
-            deps[parent] = d
-            if d == 0:
-                ready.append(parent)
+                    buffers[parent] = add(old, gi)
+            else:
+                if parent not in buffers:
+                    heappush(heap, (-parent.seq, parent))
+                _accumulate(buffers, parent, index, gi, glue)
     if targets is not None:
         return [captured.get(t) for t in targets]
     return None

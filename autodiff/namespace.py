@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 
 from . import _standard, graph
-from .graph import Meta, MultiNode, Node, mode, run_backward
+from .graph import Meta, MultiNode, Node, mode, next_seq, run_backward
 from .registry import CONST, MISSING, Op
 from .registry import get as _registry_get
 from .registry import ops as _registry_ops
@@ -23,6 +23,7 @@ __all__ = ["Autodiff"]
 _new = object.__new__
 _NO_KWARGS: dict = {}
 _NONE1 = (None,)
+_MODIFIED = [1]  # a version counter that never matches: marks a saved output as overwritten
 
 
 def _saved(op: Op, *active):
@@ -222,6 +223,7 @@ class _Ops:
             if diff and x._rg and mode.enabled:
                 n = x._node
                 node = _new(Node)
+                node.seq = next_seq()
                 node.op = op
                 node.kwargs = _NO_KWARGS
                 node.edges = ((n, x._index if n is not None else x, d.shape, d.dtype),)
@@ -234,12 +236,7 @@ class _Ops:
                 else:
                     node.args = _NONE1
                     node.versions = ()
-                if saves_ans:
-                    t._version = c = [0]
-                    node.versions += ((c, 0),)
-                    node.ans = out
-                else:
-                    node.ans = None
+                node.ans = out if saves_ans else None
                 t._node = node
                 t._rg = True
             else:
@@ -254,25 +251,33 @@ class _Ops:
         array_type, asarray = self._B.array_type, self._B.asarray
         diff = op.kind != CONST
         rule1, rule2 = op.vjp or (None, None)
-        # Which argument values must be kept, given which gradients are needed.
-        keep = {(r1, r2): _saved(op, *[i for i, r in ((0, r1), (1, r2)) if r])
-                for r1 in (False, True) for r2 in (False, True)}  # fmt: skip
+        saves_ans = op.saves_ans
+        # need[r1 + 2*r2] = (keep x1's value, keep x2's value) when the gradient of
+        # x1 (r1) and/or x2 (r2) is needed.
+        need = [None] + [
+            (0 in _saved(op, *active), 1 in _saved(op, *active)) for active in ((0,), (1,), (0, 1))
+        ]
 
         def binary(x1, x2, /):
-            t1 = type(x1) is cls
-            t2 = type(x2) is cls
-            if t1:
+            # The common cases first: tensor (op) tensor, tensor (op) Python scalar.
+            if type(x1) is cls:
                 a = x1.data
-            elif isinstance(x1, Tensor):
-                raise ops._mix_error(name, x1)
-            else:
+                if type(x2) is cls:
+                    b = x2.data
+                    r = (x1._rg and rule1 is not None) + 2 * (x2._rg and rule2 is not None)
+                elif isinstance(x2, Tensor):
+                    raise ops._mix_error(name, x2)
+                else:
+                    b = x2
+                    r = x1._rg and rule1 is not None
+            elif type(x2) is cls:
+                if isinstance(x1, Tensor):
+                    raise ops._mix_error(name, x1)
                 a = x1
-            if t2:
                 b = x2.data
-            elif isinstance(x2, Tensor):
-                raise ops._mix_error(name, x2)
+                r = 2 * (x2._rg and rule2 is not None)
             else:
-                b = x2
+                return ops._wrap_out(raw(x1, x2))
             try:
                 out = raw(a, b)
             except Exception as exc:
@@ -286,48 +291,42 @@ class _Ops:
             t._base = None
             t._index = 0
             t._version = None
-            r1 = t1 and x1._rg and rule1 is not None
-            r2 = t2 and x2._rg and rule2 is not None
-            if diff and (r1 or r2) and mode.enabled:
+            if r and diff and mode.enabled:
                 node = _new(Node)
+                node.seq = next_seq()
                 node.op = op
                 node.kwargs = _NO_KWARGS
+                node.ans = out if saves_ans else None
+                keep1, keep2 = need[r]
                 versions = ()
-                if r1:
+                if r & 1:
                     n = x1._node
                     e1 = (n, x1._index if n is not None else x1, a.shape, a.dtype)
                 else:
                     e1 = None
-                if r2:
+                if r & 2:
                     n = x2._node
                     e2 = (n, x2._index if n is not None else x2, b.shape, b.dtype)
                 else:
                     e2 = None
-                node.edges = (e1, e2)
-                need = keep[r1, r2]
-                if t1:
-                    if 0 in need:
+                if type(x1) is cls:
+                    if keep1:
                         c = x1._version
                         if c is None:
                             c = x1._version = [0]
                         versions = ((c, c[0]),)
                     else:
                         a = None
-                if t2:
-                    if 1 in need:
+                if type(x2) is cls:
+                    if keep2:
                         c = x2._version
                         if c is None:
                             c = x2._version = [0]
                         versions += ((c, c[0]),)
                     else:
                         b = None
+                node.edges = (e1, e2)
                 node.args = (a, b)
-                if op.saves_ans:
-                    t._version = c = [0]
-                    versions += ((c, 0),)
-                    node.ans = out
-                else:
-                    node.ans = None
                 node.versions = versions
                 t._node = node
                 t._rg = True
@@ -462,10 +461,6 @@ class _Ops:
             results.append(t)
         if op.saves_ans:
             node.ans = tuple(outs) if multi else outs[0]
-            for t in results:
-                if t._version is None:
-                    t._version = [0]
-                versions.append((t._version, t._version[0]))
         node.versions = tuple(versions)
         if not multi:
             return results[0]
@@ -491,9 +486,17 @@ class _Ops:
             self._check_inplace(t, what)
 
     def _bump(self, t):
+        """Record a write into ``t``'s buffer: nodes that saved it (as an input, by
+        version counter; as their output, found through ``t`` and the tensors it
+        is a view of) will refuse to run."""
         c = t._version
         if c is not None:
             c[0] += 1
+        while t is not None:
+            node = t._node
+            if node is not None and node.ans is not None:
+                node.versions = node.versions + ((_MODIFIED, 0),)
+            t = t._base
 
     def _setitem(self, t, key, value):
         rkey = _unwrap_key(self, key)

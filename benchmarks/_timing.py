@@ -1,0 +1,33 @@
+"""Interleaved timing: implementations run A B C A B C ... in one process, so
+a noisy shared machine slows all of them alike; medians are reported."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def interleave(impls: dict, repeats: int, warmup: int = 3) -> dict:
+    """Seconds per call of each implementation: {name: [times]}."""
+    for _ in range(warmup):
+        for f in impls.values():
+            f()
+    times = {name: [] for name in impls}
+    for _ in range(repeats):
+        for name, f in impls.items():
+            t0 = time.perf_counter()
+            f()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def table(times: dict, scale: float, unit: str, base: str) -> str:
+    """Median, min and max per implementation, and the ratio of medians to ``base``."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    lines = [f"| implementation | median {unit} | min | max | ratio to {base} |", "|---|---|---|---|---|"]
+    for k, v in times.items():
+        lines.append(
+            f"| {k} | {med[k] * scale:.2f} | {min(v) * scale:.2f} | {max(v) * scale:.2f} "
+            f"| {med[k] / med[base]:.2f} |"
+        )
+    return "\n".join(lines)

@@ -38,6 +38,8 @@ def _saved(op: Op, *active):
     if saves and isinstance(saves[0], tuple):
         return {p for i in active if i < len(saves) for p in saves[i]}
     return saves
+
+
 _cache: dict = {}
 
 
@@ -196,7 +198,7 @@ class _Ops:
         )
 
     def _unary(self, op, raw):
-        cls, ops, name = self.cls, self, op.name
+        cls, name = self.cls, op.name
         array_type, asarray = self._B.array_type, self._B.asarray
         generic = self._generic(op, raw)
         saves_x = 0 in _saved(op, 0)
@@ -372,9 +374,7 @@ class _Ops:
                 for k, v in kwargs.items():
                     if isinstance(v, Tensor):
                         if v._rg and kind != CONST and mode.enabled:
-                            raise TypeError(
-                                f"{name}: pass '{k}' positionally to differentiate it"
-                            )
+                            raise TypeError(f"{name}: pass '{k}' positionally to differentiate it")
                         kwargs[k] = ops._unwrap(v, name)
             if rg and kind == MISSING and mode.enabled:
                 raise ops._missing(op)
@@ -511,7 +511,9 @@ class _Ops:
             except Exception as exc:
                 _add_op_name(exc, "__setitem__")
                 raise
-            res = self._record(_registry_get("__setitem__"), new, (t, value), (t.data, v), {"key": rkey})
+            res = self._record(
+                _registry_get("__setitem__"), new, (t, value), (t.data, v), {"key": rkey}
+            )
             _rebind(t, res)
             return
         self._check_view(t, "__setitem__")

@@ -15,8 +15,9 @@ broadcasting or cast dtypes: the graph does that once for every op.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["Op", "defop", "ops", "get"]
 

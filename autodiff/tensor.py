@@ -8,7 +8,6 @@ creation functions and ops return them.
 
 from __future__ import annotations
 
-
 __all__ = ["Tensor"]
 
 
@@ -246,4 +245,3 @@ UNARY_OPERATORS = {
     "__abs__": "abs",
     "__invert__": "bitwise_invert",
 }
-

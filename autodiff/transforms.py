@@ -22,9 +22,9 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "custo
 def _ops_of(x):
     if isinstance(x, Tensor):
         return x._ops
-    from .namespace import Autodiff
-
     import array_api_compat
+
+    from .namespace import Autodiff
 
     try:
         xp = array_api_compat.array_namespace(x)
@@ -43,6 +43,19 @@ def _variable(x, what):
     v._node = node
     v._rg = True
     return v, node
+
+
+def _lift_constants(args, nums, ops):
+    """Wrap the raw arrays among the other arguments too, as constants of the same
+    namespace, so ``array_namespace(*args)`` inside ``f`` sees one namespace."""
+    import array_api_compat
+
+    out = list(args)
+    for i, a in enumerate(args):
+        if i not in nums and not isinstance(a, Tensor) and array_api_compat.is_array_api_obj(a):
+            if not isinstance(a, (int, float, complex, bool)) and ops._B.is_array(a):
+                out[i] = ops._wrap(a)
+    return out
 
 
 def _edge(t):
@@ -104,6 +117,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         nums = _argnums(argnums, len(args))
+        nums = tuple(i % len(args) for i in nums)
         args = list(args)
         variables, nodes = [], []
         for i in nums:
@@ -111,6 +125,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
             args[i] = v
             variables.append(v)
             nodes.append(node)
+        args = _lift_constants(args, nums, variables[0]._ops)
         with graph.enable_grad():
             result = f(*args, **kwargs)
         out, aux = result if has_aux else (result, None)
@@ -177,6 +192,7 @@ def jacobian(f, argnums=0):
     @functools.wraps(f)
     def wrapper(*args):
         nums = _argnums(argnums, len(args))
+        nums = tuple(i % len(args) for i in nums)
         args = list(args)
         variables, nodes = [], []
         for i in nums:
@@ -184,6 +200,7 @@ def jacobian(f, argnums=0):
             args[i] = v
             variables.append(v)
             nodes.append(node)
+        args = _lift_constants(args, nums, variables[0]._ops)
         with graph.enable_grad():
             out = f(*args)
         ops = out._ops

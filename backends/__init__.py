@@ -110,9 +110,7 @@ class Backend(types.SimpleNamespace):
                 f"{where}: complex tensors can't require grad yet (dtype {dtype}); "
                 "only real floating dtypes are differentiable"
             )
-        raise TypeError(
-            f"{where}: only floating-point tensors can require grad, got dtype {dtype}"
-        )
+        raise TypeError(f"{where}: only floating-point tensors can require grad, got dtype {dtype}")
 
 
 _cache: dict = {}

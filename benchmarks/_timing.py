@@ -24,7 +24,10 @@ def interleave(impls: dict, repeats: int, warmup: int = 3) -> dict:
 def table(times: dict, scale: float, unit: str, base: str) -> str:
     """Median, min and max per implementation, and the ratio of medians to ``base``."""
     med = {k: statistics.median(v) for k, v in times.items()}
-    lines = [f"| implementation | median {unit} | min | max | ratio to {base} |", "|---|---|---|---|---|"]
+    lines = [
+        f"| implementation | median {unit} | min | max | ratio to {base} |",
+        "|---|---|---|---|---|",
+    ]
     for k, v in times.items():
         lines.append(
             f"| {k} | {med[k] * scale:.2f} | {min(v) * scale:.2f} | {max(v) * scale:.2f} "

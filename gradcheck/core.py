@@ -76,7 +76,13 @@ class _Problem:
     def scalar(self, tensors):
         total = None
         for o, u in zip(_outputs(self.f(*tensors)), self.cotangents):
-            term = self.xp.sum(o * self.xp.asarray(u.astype(o.dtype.name if hasattr(o.dtype, "name") else self.dtype), device=o.device))
+            term = self.xp.sum(
+                o
+                * self.xp.asarray(
+                    u.astype(o.dtype.name if hasattr(o.dtype, "name") else self.dtype),
+                    device=o.device,
+                )
+            )
             total = term if total is None else total + term
         return total
 

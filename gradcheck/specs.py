@@ -14,8 +14,8 @@ gradcheck run and the test-suite fail until both exist.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -148,10 +148,24 @@ _binary(
     values=lambda r, s, i: _in(r, s, 0.1, 0.9) + 2.0 * r.integers(-2, 3, s)
     if i == 0 else 2.0 * r.choice([-1.0, 1.0], size=s),
 )  # fmt: skip
-spec("copysign", lambda rng: [
-    Sample((_away(rng, s1),), lambda xp, a, b=_away(rng, s2): xp.copysign(a, xp.asarray(b)), f"{s1} with {s2}")
-    for s1, s2 in PAIRS
-])  # fmt: skip
+
+
+def _copysign(rng):
+    """Only x1 is differentiable (the sign of x2 is piecewise constant)."""
+    out = []
+    for s1, s2 in PAIRS:
+        b = _away(rng, s2)
+        out.append(
+            Sample(
+                (_away(rng, s1),),
+                lambda xp, a, b=b: xp.copysign(a, xp.asarray(b)),
+                f"{s1} with {s2}",
+            )
+        )
+    return out
+
+
+spec("copysign", _copysign)
 
 
 def _extremum_values(rng, shape, i):
@@ -237,8 +251,15 @@ def _cumulative(name, values):
         for axis in (0, 1, -1):
             for init in (False, True):
                 x = values(rng, (3, 4))
-                out.append(Sample((x,), lambda xp, a, axis=axis, init=init: fn(xp, name)(
-                    a, axis=axis, include_initial=init), f"axis={axis}, include_initial={init}"))
+                out.append(
+                    Sample(
+                        (x,),
+                        lambda xp, a, axis=axis, init=init: fn(xp, name)(
+                            a, axis=axis, include_initial=init
+                        ),
+                        f"axis={axis}, include_initial={init}",
+                    )
+                )
         out.append(Sample((values(rng, (5,)),), lambda xp, a: fn(xp, name)(a), "1-D"))
         return out
 
@@ -333,7 +354,9 @@ _simple("triu", [((3, 4), {}), ((2, 3, 3), {"k": -1})])
 
 def _repeat_array(rng):
     x = _in(rng, (2, 3))
-    return [Sample((x,), lambda xp, a: xp.repeat(a, xp.asarray([1, 0, 3]), axis=1), "array repeats")]
+    return [
+        Sample((x,), lambda xp, a: xp.repeat(a, xp.asarray([1, 0, 3]), axis=1), "array repeats")
+    ]
 
 
 SPECS["repeat"].make = (lambda old: lambda rng: old(rng) + _repeat_array(rng))(SPECS["repeat"].make)
@@ -389,8 +412,11 @@ def _getitem(rng):
         Sample((x,), lambda xp, a: a[1:3, ::2], "slices"),
         Sample((x,), lambda xp, a: a[..., 1], "ellipsis, int"),
         Sample((x,), lambda xp, a: a[None, 2, ...], "newaxis"),
-        Sample((x,), lambda xp, a: a[xp.asarray([0, 2, 0, 0]), xp.asarray([1, 1, 2, 1])],
-               "repeated integer arrays"),
+        Sample(
+            (x,),
+            lambda xp, a: a[xp.asarray([0, 2, 0, 0]), xp.asarray([1, 1, 2, 1])],
+            "repeated integer arrays",
+        ),
         Sample((x,), lambda xp, a: a[a > 0], "boolean mask"),
     ]
 
@@ -407,8 +433,12 @@ def _setitem_call(key, scalar=False):
 def _setitem(rng):
     x = _in(rng, (4, 3))
     return [
-        Sample((x, _in(rng, (2, 3))), _setitem_call(lambda xp: (slice(1, 3), ...)), "slice <- array"),
-        Sample((x, _in(rng, (1,))), _setitem_call(lambda xp: (slice(None), 1)), "column <- broadcast"),
+        Sample(
+            (x, _in(rng, (2, 3))), _setitem_call(lambda xp: (slice(1, 3), ...)), "slice <- array"
+        ),
+        Sample(
+            (x, _in(rng, (1,))), _setitem_call(lambda xp: (slice(None), 1)), "column <- broadcast"
+        ),
         Sample((x,), _setitem_call(lambda xp: (0, 0), scalar=True), "element <- scalar"),
     ]
 
@@ -495,13 +525,28 @@ spec("linalg.trace", lambda rng: [Sample((_in(rng, (3, 4)),), lambda xp, a: xp.l
                                   for o in (0, 1, -1)])  # fmt: skip
 spec("linalg.diagonal", lambda rng: [Sample((_in(rng, (2, 3, 4)),), lambda xp, a, o=o: xp.linalg.diagonal(a, offset=o),
                                             f"offset={o}") for o in (0, 2, -1)])  # fmt: skip
-spec("linalg.outer", lambda rng: [Sample((_in(rng, (3,)), _in(rng, (2,))), lambda xp, a, b: xp.linalg.outer(a, b), "3x2")])
-spec("linalg.cross", lambda rng: [Sample((_in(rng, (2, 3)), _in(rng, (3,))), lambda xp, a, b: xp.linalg.cross(a, b), "broadcast")])
+spec(
+    "linalg.outer",
+    lambda rng: [
+        Sample((_in(rng, (3,)), _in(rng, (2,))), lambda xp, a, b: xp.linalg.outer(a, b), "3x2")
+    ],
+)
+spec(
+    "linalg.cross",
+    lambda rng: [
+        Sample(
+            (_in(rng, (2, 3)), _in(rng, (3,))), lambda xp, a, b: xp.linalg.cross(a, b), "broadcast"
+        )
+    ],
+)
 spec("linalg.vector_norm", lambda rng: [
     Sample((_away(rng, (2, 3)),), lambda xp, a, o=o, ax=ax: xp.linalg.vector_norm(a, axis=ax, ord=o), f"ord={o}, axis={ax}")
     for o in (2, 1, 3, float("inf")) for ax in (None, 1)
 ])  # fmt: skip
-spec("linalg.matrix_norm", lambda rng: [Sample((_in(rng, (2, 3, 3)),), lambda xp, a: xp.linalg.matrix_norm(a), "fro")])
+spec(
+    "linalg.matrix_norm",
+    lambda rng: [Sample((_in(rng, (2, 3, 3)),), lambda xp, a: xp.linalg.matrix_norm(a), "fro")],
+)
 spec("linalg.matrix_power", lambda rng: [Sample((_well(rng, 3) / 3,), lambda xp, a, n=n: xp.linalg.matrix_power(a, n), f"n={n}")
                                          for n in (0, 1, 3, -2)])  # fmt: skip
 spec("linalg.eigh", lambda rng: [
@@ -509,10 +554,26 @@ spec("linalg.eigh", lambda rng: [
     Sample((_sym_distinct(rng, 3),), _sym_call(lambda xp, a: xp.abs(xp.linalg.eigh(a).eigenvectors[0, :])),
            "eigenvectors (sign-fixed)"),
 ])  # fmt: skip
-spec("linalg.eigvalsh", lambda rng: [Sample((_sym_distinct(rng, 3),), _sym_call(lambda xp, a: xp.linalg.eigvalsh(a)), "3x3")])
-spec("linalg.svdvals", lambda rng: [Sample((_in(rng, (3, 2)),), lambda xp, a: xp.linalg.svdvals(a), "3x2")])
-spec("fft.fftshift", lambda rng: [Sample((_in(rng, (5,)),), lambda xp, a: xp.fft.fftshift(a), "odd length")])
-spec("fft.ifftshift", lambda rng: [Sample((_in(rng, (2, 4)),), lambda xp, a: xp.fft.ifftshift(a, axes=(1,)), "axes=1")])
+spec(
+    "linalg.eigvalsh",
+    lambda rng: [
+        Sample((_sym_distinct(rng, 3),), _sym_call(lambda xp, a: xp.linalg.eigvalsh(a)), "3x3")
+    ],
+)
+spec(
+    "linalg.svdvals",
+    lambda rng: [Sample((_in(rng, (3, 2)),), lambda xp, a: xp.linalg.svdvals(a), "3x2")],
+)
+spec(
+    "fft.fftshift",
+    lambda rng: [Sample((_in(rng, (5,)),), lambda xp, a: xp.fft.fftshift(a), "odd length")],
+)
+spec(
+    "fft.ifftshift",
+    lambda rng: [
+        Sample((_in(rng, (2, 4)),), lambda xp, a: xp.fft.ifftshift(a, axes=(1,)), "axes=1")
+    ],
+)
 
 
 def specs() -> dict[str, Spec]:

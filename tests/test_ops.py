@@ -14,9 +14,7 @@ CASES = [
     for name, spec in sorted(SPECS.items())
     for i, s in enumerate(spec.samples())
 ]
-SECOND = [
-    p for p in CASES if SPECS[p.values[0]].second_order
-]
+SECOND = [p for p in CASES if SPECS[p.values[0]].second_order]
 
 
 def test_every_differentiable_op_has_a_spec():
@@ -28,7 +26,9 @@ def test_every_differentiable_op_has_a_spec():
 def test_first_order(xp, name, i):
     spec = SPECS[name]
     sample = spec.samples()[i]
-    check_grad(lambda *t: sample.call(xp, *t), *sample.inputs, xp=xp, atol=spec.atol, rtol=spec.rtol)
+    check_grad(
+        lambda *t: sample.call(xp, *t), *sample.inputs, xp=xp, atol=spec.atol, rtol=spec.rtol
+    )
 
 
 @pytest.mark.parametrize("name, i", SECOND)

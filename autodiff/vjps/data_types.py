@@ -34,7 +34,9 @@ defop(
     "to_device",
     lambda xp, g, ans, x, device, *, stream=None, source=None: xp.to_device(g, source),
     chapter="data_types",
-    impl=lambda B: lambda x, device, stream=None, source=None: B.to_device(x, device, stream=stream),
+    impl=lambda B: (
+        lambda x, device, stream=None, source=None: B.to_device(x, device, stream=stream)
+    ),
     public=_to_device_public,
     saves=(),
     doc="x.to_device(device): the gradient moves back to x's device",

@@ -48,7 +48,12 @@ unary("tanh", lambda xp, g, ans, x: g * (1 - ans * ans), saves=(), saves_ans=Tru
 # -- two arguments -----------------------------------------------------------
 binary("add", lambda xp, g, ans, x1, x2: g, lambda xp, g, ans, x1, x2: g, saves=())
 binary("subtract", lambda xp, g, ans, x1, x2: g, lambda xp, g, ans, x1, x2: -g, saves=())
-binary("multiply", lambda xp, g, ans, x1, x2: g * x2, lambda xp, g, ans, x1, x2: g * x1)
+binary(
+    "multiply",
+    lambda xp, g, ans, x1, x2: g * x2,
+    lambda xp, g, ans, x1, x2: g * x1,
+    saves=((1,), (0,)),
+)
 binary(
     "divide",
     lambda xp, g, ans, x1, x2: g / x2,
@@ -125,6 +130,8 @@ binary(
     lambda xp, g, ans, x1, x2: -g * xp.floor(x1 / x2),
     twice=False,
 )
+
+
 def _copysign(xp, g, ans, x1, x2):
     """+g where x1 already has x2's sign, -g where copysign flips it."""
     negative = math.copysign(1.0, x2) < 0 if _is_scalar(x2) else xp.signbit(x2)

@@ -13,5 +13,15 @@ missing(
 )  # fmt: skip
 defop("fft.fftfreq", chapter="fft", kind=CONST, style="creation")
 defop("fft.rfftfreq", chapter="fft", kind=CONST, style="creation")
-defop("fft.fftshift", lambda xp, g, ans, x, *, axes=None: xp.fft.ifftshift(g, axes=axes), chapter="fft", saves=())
-defop("fft.ifftshift", lambda xp, g, ans, x, *, axes=None: xp.fft.fftshift(g, axes=axes), chapter="fft", saves=())
+defop(
+    "fft.fftshift",
+    lambda xp, g, ans, x, *, axes=None: xp.fft.ifftshift(g, axes=axes),
+    chapter="fft",
+    saves=(),
+)
+defop(
+    "fft.ifftshift",
+    lambda xp, g, ans, x, *, axes=None: xp.fft.fftshift(g, axes=axes),
+    chapter="fft",
+    saves=(),
+)

@@ -167,9 +167,7 @@ defop("linalg.diagonal", _diagonal, chapter=CH, saves=(), view=True)
 defop("linalg.outer", vjp=_outer, chapter=CH)
 defop("linalg.cross", vjp=_cross, chapter=CH)
 defop("linalg.vector_norm", _vector_norm, chapter=CH, saves_ans=True, twice=False)
-defop(
-    "linalg.matrix_norm", _matrix_norm, chapter=CH, saves_ans=True, public=_matrix_norm_public
-)
+defop("linalg.matrix_norm", _matrix_norm, chapter=CH, saves_ans=True, public=_matrix_norm_public)
 defop("linalg.matrix_power", _matrix_power, chapter=CH)
 defop("linalg.eigh", vjp=_eigh, chapter=CH, saves=(), saves_ans=True, nout=2, twice=False)
 defop("linalg.eigvalsh", _eigvalsh, chapter=CH, twice=False)

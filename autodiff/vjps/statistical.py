@@ -27,7 +27,11 @@ def _extremum(xp, g, ans, x, *, axis=None, keepdims=False):
 def _var(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
     axes = axes_of(axis, x.ndim)
     centered = x - xp.mean(x, axis=axes, keepdims=True)
-    return expand(xp, g, x.shape, axis, keepdims) * centered * (2 / (count(x.shape, axis) - correction))
+    return (
+        expand(xp, g, x.shape, axis, keepdims)
+        * centered
+        * (2 / (count(x.shape, axis) - correction))
+    )
 
 
 def _std(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):

@@ -38,8 +38,10 @@ defop(
     vjp=_diff,
     chapter="utility",
     impl=_diff_impl,
-    public=lambda f: lambda x, /, *, axis=-1, n=1, prepend=None, append=None: f(
-        x, prepend, append, axis=axis, n=n
+    public=lambda f: (
+        lambda x, /, *, axis=-1, n=1, prepend=None, append=None: f(
+            x, prepend, append, axis=axis, n=n
+        )
     ),
     saves=(),
 )

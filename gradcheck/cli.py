@@ -1,0 +1,127 @@
+"""``gradcheck``: prove every registered VJP rule against central differences.
+
+Exit status: 0 when every check passes, 1 when any fails, 2 for a usage error
+or an unavailable backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def _namespace(name):
+    import autodiff as ad
+
+    modules = {
+        "numpy": "numpy",
+        "array_api_strict": "array_api_strict",
+        "torch": "array_api_compat.torch",
+        "cupy": "array_api_compat.cupy",
+    }
+    try:
+        return ad.Autodiff(importlib.import_module(modules.get(name, name)))
+    except Exception as exc:  # ImportError, or not an Array API namespace
+        raise SystemExit(f"gradcheck: backend {name!r} is not available ({exc})") from None
+
+
+def _record(op, status, detail):
+    return {"op": op, "sample": None, "order": 1, "status": status,
+            "max_abs": None, "max_rel": None, "detail": detail}  # fmt: skip
+
+
+def run(backend="numpy", ops=None, order=2, seed=0, quiet=False):
+    """Check ops on a backend; yields one record per (op, sample, order)."""
+    from .core import check_grad, check_second
+    from .specs import SPECS, missing_specs
+
+    xp = _namespace(backend)
+    no_spec, no_op = missing_specs()
+    for name in no_spec:
+        yield _record(name, "no spec", "registered op without a spec")
+    for name in no_op:
+        yield _record(name, "no op", "spec without a registered op")
+    names = sorted(SPECS) if not ops else ops
+    for name in names:
+        if name not in SPECS:
+            raise SystemExit(f"gradcheck: no op named {name!r} (see gradcheck --list)")
+        spec = SPECS[name]
+        for sample in spec.samples(seed):
+            f = lambda *t, s=sample: s.call(xp, *t)  # noqa: E731
+            checks = [(1, check_grad, {"atol": spec.atol, "rtol": spec.rtol})]
+            if order >= 2 and spec.second_order:
+                checks.append((2, check_second, {}))
+            for k, check, kw in checks:
+                rec = {"op": name, "sample": sample.label, "order": k}
+                try:
+                    res = check(f, *sample.inputs, xp=xp, seed=seed, raise_on_fail=False, **kw)
+                    rec.update(status="ok" if res.ok else "FAIL", max_abs=res.max_abs,
+                               max_rel=res.max_rel, detail="" if res.ok else str(res))  # fmt: skip
+                except Exception as exc:  # an error in the rule is a failure too
+                    rec.update(status="ERROR", max_abs=None, max_rel=None,
+                               detail=f"{type(exc).__name__}: {exc}")  # fmt: skip
+                yield rec
+
+
+def _fmt(v):
+    return "-" if v is None else f"{v:.1e}"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="gradcheck", description=__doc__.splitlines()[0])
+    p.add_argument("--backend", default="numpy",
+                   help="numpy, array_api_strict, torch, cupy or an importable module")  # fmt: skip
+    p.add_argument("--op", action="append", dest="ops", metavar="NAME", help="check only this op")
+    p.add_argument("--order", type=int, choices=(1, 2), default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="PATH", help="write one record per (op, sample, order)")
+    p.add_argument("--list", action="store_true", help="list the ops and their samples")
+    p.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
+    args = p.parse_args(argv)
+    from .specs import SPECS
+
+    if args.list:
+        for name, spec in sorted(SPECS.items()):
+            print(f"{name:28s} {len(spec.samples(args.seed)):3d} samples"
+                  f"{'' if spec.second_order else '   (first order only)'}")  # fmt: skip
+        return 0
+    t0 = time.perf_counter()
+    records, per_op = [], {}
+    try:
+        for rec in run(args.backend, args.ops, args.order, args.seed):
+            records.append(rec)
+            agg = per_op.setdefault(rec["op"], {"n": 0, "abs": 0.0, "rel": 0.0, "bad": []})
+            agg["n"] += 1
+            for key, field in (("abs", "max_abs"), ("rel", "max_rel")):
+                if rec[field] is not None and np.isfinite(rec[field]):
+                    agg[key] = max(agg[key], rec[field])
+            if rec["status"] != "ok":
+                agg["bad"].append(rec)
+    except SystemExit as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    failed = [r for r in records if r["status"] != "ok"]
+    if not args.quiet:
+        print(f"{'op':28s} {'checks':>6s} {'max abs err':>11s} {'max rel err':>11s}  status")
+        for name, agg in per_op.items():
+            status = "ok" if not agg["bad"] else f"FAIL ({len(agg['bad'])})"
+            errs = f"{_fmt(agg['abs']):>11s} {_fmt(agg['rel']):>11s}"
+            print(f"{name:28s} {agg['n']:6d} {errs}  {status}")
+    for r in failed:
+        print(f"FAIL {r['op']} [{r['sample']}] order {r['order']}: {r['detail']}")
+    dt = time.perf_counter() - t0
+    print(f"{len(per_op)} ops, {len(records)} checks on {args.backend}: "
+          f"{len(records) - len(failed)} passed, {len(failed)} failed in {dt:.1f} s")  # fmt: skip
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(records, fh, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

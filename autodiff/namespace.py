@@ -556,7 +556,7 @@ class _Ops:
         if isinstance(g, Tensor):
             g = self._unwrap(g, what)
         elif not B.is_array(g):
-            g = B.asarray(g, dtype=like.dtype, device=B.device(like))
+            g = B.asarray(g, dtype=like.dtype, device=B.device_of(like))
         if g.shape != like.shape:
             raise ValueError(f"{what}: grad has shape {g.shape}, the tensor has {like.shape}")
         return g
@@ -568,7 +568,7 @@ class _Ops:
                 "grad, or it was computed under no_grad)"
             )
         if grad is None:
-            if self._B.size(t.data) != 1:
+            if self._B.size_of(t.data) != 1:
                 raise RuntimeError(
                     f"backward: grad can be implied only for a scalar, this tensor has "
                     f"shape {t.shape}; pass grad= of that shape"
@@ -639,7 +639,7 @@ class _Glue:
             if e is not None and args[i] is None:
                 if device is None:
                     g0 = gs if node.outs is None else next(x for x in gs if x is not None)
-                    device = ops._B.device(g0.data if self.create else g0)
+                    device = ops._B.device_of(g0.data if self.create else g0)
                 args[i] = Meta(e[2], e[3], device)
         gs = self._fill(node, gs)
         ans = node.ans
@@ -666,7 +666,7 @@ class _Glue:
             return gs
         xp = self.xp
         g0 = next(g for g in gs if g is not None)
-        device = self.ops._B.device(g0.data if self.create else g0)
+        device = self.ops._B.device_of(g0.data if self.create else g0)
         return tuple(
             xp.zeros(shape, dtype=dtype, device=device) if g is None else g
             for g, (shape, dtype) in zip(gs, node.outs)

@@ -38,7 +38,7 @@ class Tensor:
 
     @property
     def device(self):
-        return self._ops._B.device(self.data)
+        return self._ops._B.device_of(self.data)
 
     @property
     def ndim(self):
@@ -46,7 +46,7 @@ class Tensor:
 
     @property
     def size(self):
-        return self._ops._B.size(self.data)
+        return self._ops._B.size_of(self.data)
 
     @property
     def T(self):

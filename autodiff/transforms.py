@@ -74,7 +74,7 @@ def _gradients(out, variables, nodes, cotangent=None, retain_graph=False):
     ops = out._ops
     create = any(n.edges[0] is not None for n in nodes) and mode.enabled
     if cotangent is None:
-        if ops._B.size(out.data) != 1:
+        if ops._B.size_of(out.data) != 1:
             raise ValueError(
                 f"grad: the function must return a scalar, it returned shape {out.shape}"
             )
@@ -205,11 +205,11 @@ def jacobian(f, argnums=0):
             out = f(*args)
         ops = out._ops
         B = ops._B
-        n = B.size(out.data)
+        n = B.size_of(out.data)
         rows = [[] for _ in variables]
         for k in range(n):
             onehot = B.reshape(
-                B.astype(B.arange(n, device=B.device(out.data)) == k, out.dtype), out.shape
+                B.astype(B.arange(n, device=B.device_of(out.data)) == k, out.dtype), out.shape
             )
             for r, gr in zip(rows, _gradients(out, variables, nodes, onehot, retain_graph=True)):
                 r.append(gr)

@@ -79,7 +79,7 @@ class Backend(types.SimpleNamespace):
     def __repr__(self):
         return f"<Backend {self.key}>"
 
-    def device(self, x):
+    def device_of(self, x):
         d = getattr(x, "device", None)
         if d is None:
             import array_api_compat
@@ -87,7 +87,7 @@ class Backend(types.SimpleNamespace):
             d = array_api_compat.device(x)
         return d
 
-    def size(self, x):
+    def size_of(self, x):
         n = 1
         for s in x.shape:
             if s is None:

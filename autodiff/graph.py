@@ -74,7 +74,7 @@ class Node:
     node has been used and freed.
     """
 
-    __slots__ = ("op", "args", "kwargs", "ans", "edges", "versions", "seq")
+    __slots__ = ("op", "args", "kwargs", "ans", "edges", "versions", "seq", "__weakref__")
     outs = None  # multi-output nodes (MultiNode): ((shape, dtype), ...) of the outputs
 
     def __init__(self, op: Op, args, kwargs, ans, edges, versions):

@@ -57,8 +57,12 @@ def Autodiff(xp) -> types.ModuleType:
 def _add_op_name(exc: BaseException, name: str) -> None:
     """Prefix the backend's error message with the op's name (same error type)."""
     msg = exc.args[0] if exc.args else None
-    if isinstance(msg, str) and not msg.startswith(f"{name}:"):
-        exc.args = (f"{name}: {msg}",) + exc.args[1:]
+    if isinstance(msg, str):
+        if not msg.startswith(f"{name}:"):
+            exc.args = (f"{name}: {msg}",) + exc.args[1:]
+    elif hasattr(exc, "_msg"):  # numpy's AxisError formats its message from attributes
+        if not str(exc).startswith(f"{name}:"):
+            exc._msg = name if exc._msg is None else f"{name}: {exc._msg}"
     elif not exc.args:
         exc.args = (f"{name}: failed",)
 
@@ -621,12 +625,12 @@ class _Glue:
 
     def accumulate_leaf(self, leaf, g):
         ops = self.ops
-        if not self.create:
-            g = ops._wrap(g)
-        if leaf.grad is None:
-            leaf.grad = g
+        if self.create:
+            leaf.grad = g if leaf.grad is None else ops.add(leaf.grad, g)
+        elif leaf.grad is None:
+            leaf.grad = ops._wrap(ops._B.own(g))
         else:
-            leaf.grad = ops.add(leaf.grad, g) if self.create else ops._wrap(leaf.grad.data + g.data)
+            leaf.grad = ops._wrap(leaf.grad.data + g)
 
     def prepare(self, node, gs):
         """(xp, g, ans, args, kwargs) for the node's rule: Meta for arguments it

@@ -138,8 +138,13 @@ class Tensor:
         return self._node
 
     def detach(self):
-        """The same values, cut from the graph (shares memory)."""
-        return self._ops._wrap(self.data)
+        """The same values, cut from the graph (shares memory, and the version
+        counter: an in-place change through it is seen by nodes that saved self)."""
+        t = self._ops._wrap(self.data)
+        if self._version is None:
+            self._version = [0]
+        t._version = self._version
+        return t
 
     def backward(self, grad=None, *, retain_graph=False, create_graph=False):
         """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf it depends on."""

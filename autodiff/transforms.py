@@ -72,7 +72,9 @@ def _gradients(out, variables, nodes, cotangent=None, retain_graph=False):
     """d(out)/d(variables) as Tensors; recorded if any variable stands for a
     Tensor that requires grad (so the result can be differentiated again)."""
     ops = out._ops
-    create = any(n.edges[0] is not None for n in nodes) and mode.enabled
+    # A cotangent that requires grad (jvp's transposition) must be recorded too.
+    traced = cotangent if isinstance(cotangent, Tensor) and cotangent._rg else None
+    create = (traced is not None or any(n.edges[0] is not None for n in nodes)) and mode.enabled
     if cotangent is None:
         if ops._B.size_of(out.data) != 1:
             raise ValueError(
@@ -87,7 +89,9 @@ def _gradients(out, variables, nodes, cotangent=None, retain_graph=False):
     with graph.enable_grad() if create else graph.no_grad():
         grads = run_backward(
             [(out._node, out._index)] if out._node is not None else [],
-            [glue.lift(g)] if out._node is not None else [],
+            [traced if create and traced is not None else glue.lift(g)]
+            if out._node is not None
+            else [],
             glue,
             retain_graph=retain_graph or create,
             create_graph=create,
@@ -98,7 +102,7 @@ def _gradients(out, variables, nodes, cotangent=None, retain_graph=False):
         if gr is None:
             gr = ops._B.zeros_like(v.data)
         if not isinstance(gr, Tensor):
-            gr = ops._wrap(gr)
+            gr = ops._wrap_out(gr)  # numpy returns scalars from 0-d arithmetic
         result.append(gr)
     return result
 

@@ -42,3 +42,9 @@ def _accumulator_dtype(xp, dtype, device):
         if "float64" in dtypes:
             return xp.float64
     return dtype
+
+
+def own(xp, x):
+    """``x`` as an array nothing else refers to (a leaf's ``.grad`` must not alias
+    another gradient or a read-only broadcast view). Without a way to tell, copy."""
+    return xp.asarray(x, copy=True)

@@ -15,3 +15,10 @@ def index_add(xp, x, indices, values, axis=0):
     key = (slice(None),) * axis + (np.reshape(indices, (-1,)),)
     np.add.at(out, key, values)
     return out
+
+
+def own(xp, x):
+    """A copy only when ``x`` is a view (of another gradient, or a read-only broadcast)."""
+    if x.base is None and x.flags.writeable:
+        return x
+    return np.array(x, copy=True)

@@ -131,6 +131,7 @@ class _Ops:
         fn.__name__ = op.name.rpartition(".")[2]
         fn.__qualname__ = fn.__name__
         fn.__doc__ = op.doc or getattr(raw, "__doc__", None)
+        fn.ops = self
         if op.public is not None:
             public = op.public(fn)
             public.__name__ = fn.__name__
@@ -630,7 +631,7 @@ class _Glue:
         elif leaf.grad is None:
             leaf.grad = ops._wrap(ops._B.own(g))
         else:
-            leaf.grad = ops._wrap(leaf.grad.data + g)
+            leaf.grad = ops._wrap_out(leaf.grad.data + g)  # 0-d numpy sums are scalars
 
     def prepare(self, node, gs):
         """(xp, g, ans, args, kwargs) for the node's rule: Meta for arguments it

@@ -68,13 +68,15 @@ def _edge(t):
 _IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=())
 
 
-def _gradients(out, variables, nodes, cotangent=None, retain_graph=False):
+def _gradients(out, variables, nodes, cotangent=None, retain_graph=False, record=False):
     """d(out)/d(variables) as Tensors; recorded if any variable stands for a
     Tensor that requires grad (so the result can be differentiated again)."""
     ops = out._ops
     # A cotangent that requires grad (jvp's transposition) must be recorded too.
     traced = cotangent if isinstance(cotangent, Tensor) and cotangent._rg else None
-    create = (traced is not None or any(n.edges[0] is not None for n in nodes)) and mode.enabled
+    create = (
+        record or traced is not None or any(n.edges[0] is not None for n in nodes)
+    ) and mode.enabled
     if cotangent is None:
         if ops._B.size_of(out.data) != 1:
             raise ValueError(
@@ -186,8 +188,10 @@ def jvp(f, primals, tangents):
         t = t if isinstance(t, Tensor) else ops._wrap(t)
         term = ops.sum(c * t)
         total = term if total is None else total + term
-    (tangent_out,) = _gradients(total, [u], [unode])
-    return out.detach(), tangent_out
+    # Primals or tangents that require grad: record, so that jvp nests in grad.
+    nested = any(isinstance(a, Tensor) and a._rg for a in primals + tangents)
+    (tangent_out,) = _gradients(total, [u], [unode], record=nested)
+    return (out if nested else out.detach()), tangent_out
 
 
 def jacobian(f, argnums=0):

@@ -4,6 +4,7 @@ array-API-generic code that starts with ``xp.asarray(x)`` stays differentiable."
 
 from __future__ import annotations
 
+from ..graph import is_grad_enabled
 from ..registry import CONST, defop
 from ..tensor import Tensor
 
@@ -14,21 +15,29 @@ def _has_tensor(obj):
     return isinstance(obj, (list, tuple)) and any(_has_tensor(o) for o in obj)
 
 
-def _first_tensor(obj):
+def _localize(obj, ops):
+    """Tensors of another namespace become constants of this one (their values
+    move; no graph crosses namespaces, so one that requires grad is refused)."""
     if isinstance(obj, Tensor):
-        return obj
-    for o in obj:
-        t = _first_tensor(o) if isinstance(o, (list, tuple, Tensor)) else None
-        if t is not None:
-            return t
-    return None
+        if obj._ops is ops:
+            return obj
+        if obj.requires_grad and is_grad_enabled():
+            raise TypeError(
+                f"asarray: the tensor belongs to {obj.__array_namespace__().__name__} and "
+                f"requires grad; gradients can't flow between namespaces (pass .detach())"
+            )
+        return ops._wrap(ops._B.asarray(obj.data))
+    if isinstance(obj, (list, tuple)):
+        return [_localize(o, ops) for o in obj]
+    return obj
 
 
 def _asarray_public(f):
     def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False):
         if not _has_tensor(obj):
             return f(obj, dtype=dtype, device=device, copy=copy, requires_grad=requires_grad)
-        ops = _first_tensor(obj)._ops
+        ops = f.ops  # the namespace this function belongs to
+        obj = _localize(obj, ops)
         if isinstance(obj, Tensor):
             t = obj
         else:  # a nested sequence holding tensors: stack it (differentiably)

@@ -109,12 +109,23 @@ def _gradients(out, variables, nodes, cotangent=None, retain_graph=False, record
     return result
 
 
-def _argnums(argnums, n):
+def _differentiate(args, argnums, what):
+    """Replace the arguments picked by ``argnums`` with fresh variables and wrap
+    the other raw arrays as constants: (args, variables, their nodes)."""
+    n = len(args)
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for i in nums:
         if not -n <= i < n:
-            raise ValueError(f"argnums {argnums} out of range for {n} arguments")
-    return nums
+            raise ValueError(f"{what}: argnums {argnums} out of range for {n} arguments")
+    nums = tuple(i % n for i in nums)
+    args = list(args)
+    variables, nodes = [], []
+    for i in nums:
+        v, node = _variable(args[i], what)
+        args[i] = v
+        variables.append(v)
+        nodes.append(node)
+    return _lift_constants(args, nums, variables[0]._ops), variables, nodes
 
 
 def value_and_grad(f, argnums=0, has_aux=False):
@@ -122,16 +133,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        nums = _argnums(argnums, len(args))
-        nums = tuple(i % len(args) for i in nums)
-        args = list(args)
-        variables, nodes = [], []
-        for i in nums:
-            v, node = _variable(args[i], "grad")
-            args[i] = v
-            variables.append(v)
-            nodes.append(node)
-        args = _lift_constants(args, nums, variables[0]._ops)
+        args, variables, nodes = _differentiate(args, argnums, "grad")
         with graph.enable_grad():
             result = f(*args, **kwargs)
         out, aux = result if has_aux else (result, None)
@@ -199,16 +201,7 @@ def jacobian(f, argnums=0):
 
     @functools.wraps(f)
     def wrapper(*args):
-        nums = _argnums(argnums, len(args))
-        nums = tuple(i % len(args) for i in nums)
-        args = list(args)
-        variables, nodes = [], []
-        for i in nums:
-            v, node = _variable(args[i], "jacobian")
-            args[i] = v
-            variables.append(v)
-            nodes.append(node)
-        args = _lift_constants(args, nums, variables[0]._ops)
+        args, variables, nodes = _differentiate(args, argnums, "jacobian")
         with graph.enable_grad():
             out = f(*args)
         ops = out._ops

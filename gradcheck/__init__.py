@@ -4,6 +4,6 @@
 ``gradcheck`` (or ``python -m gradcheck``) walks the whole registry.
 """
 
-from .core import GradcheckError, Result, check_grad, check_second
+from .core import GradcheckError, Result, check_grad, check_op, check_second
 
-__all__ = ["check_grad", "check_second", "Result", "GradcheckError"]
+__all__ = ["check_grad", "check_second", "check_op", "Result", "GradcheckError"]

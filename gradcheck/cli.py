@@ -35,7 +35,8 @@ def _record(op, status, detail):
             "max_abs": None, "max_rel": None, "detail": detail}  # fmt: skip
 
 
-def run(backend="numpy", ops=None, order=2, seed=0, quiet=False):
+def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto",
+        progress=None):  # fmt: skip
     """Check ops on a backend; yields one record per (op, sample, order)."""
     from .core import check_grad, check_second
     from .specs import SPECS, missing_specs
@@ -47,25 +48,35 @@ def run(backend="numpy", ops=None, order=2, seed=0, quiet=False):
     for name in no_op:
         yield _record(name, "no op", "spec without a registered op")
     names = sorted(SPECS) if not ops else ops
-    for name in names:
+    for n, name in enumerate(names):
+        if progress:
+            progress(n, len(names), name)
         if name not in SPECS:
             raise SystemExit(f"gradcheck: no op named {name!r} (see gradcheck --list)")
         spec = SPECS[name]
         for sample in spec.samples(seed):
             f = lambda *t, s=sample: s.call(xp, *t)  # noqa: E731
-            checks = [(1, check_grad, {"atol": spec.atol, "rtol": spec.rtol})]
+            atol, rtol = spec.tolerances(dtype)
+            first = {"atol": atol, "rtol": rtol, "mode": mode}
+            checks = [(1, check_grad, first)]
             if order >= 2 and spec.second_order:
                 checks.append((2, check_second, {}))
             for k, check, kw in checks:
                 rec = {"op": name, "sample": sample.label, "order": k}
                 try:
-                    res = check(f, *sample.inputs, xp=xp, seed=seed, raise_on_fail=False, **kw)
-                    rec.update(status="ok" if res.ok else "FAIL", max_abs=res.max_abs,
-                               max_rel=res.max_rel, detail="" if res.ok else str(res))  # fmt: skip
+                    res = check(f, *sample.inputs, xp=xp, seed=seed, dtype=dtype,
+                                raise_on_fail=False, **kw)  # fmt: skip
+                    rec.update(status=res.status, max_abs=res.max_abs, max_rel=res.max_rel,
+                               detail="" if res.status == "ok" else str(res))  # fmt: skip
                 except Exception as exc:  # an error in the rule is a failure too
                     rec.update(status="ERROR", max_abs=None, max_rel=None,
                                detail=f"{type(exc).__name__}: {exc}")  # fmt: skip
                 yield rec
+
+
+def _progress(i, n, name):
+    sys.stderr.write(f"\r\033[K[{i + 1}/{n}] {name}")
+    sys.stderr.flush()
 
 
 def _fmt(v):
@@ -77,7 +88,25 @@ def main(argv=None):
     p.add_argument("--backend", default="numpy",
                    help="numpy, array_api_strict, torch, cupy or an importable module")  # fmt: skip
     p.add_argument("--op", action="append", dest="ops", metavar="NAME", help="check only this op")
-    p.add_argument("--order", type=int, choices=(1, 2), default=2)
+    p.add_argument(
+        "--dtype",
+        choices=("float64", "float32"),
+        default="float64",
+        help="dtype of the analytic gradient (differences are always float64)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("full", "fast", "auto"),
+        default="auto",
+        help="full Jacobian, random projections, or full for small inputs",
+    )
+    p.add_argument(
+        "--order",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        help="2 also checks the VJP of the VJP where the op is twice differentiable",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="PATH", help="write one record per (op, sample, order)")
     p.add_argument("--list", action="store_true", help="list the ops and their samples")
@@ -92,31 +121,44 @@ def main(argv=None):
         return 0
     t0 = time.perf_counter()
     records, per_op = [], {}
+    progress = _progress if sys.stderr.isatty() and not args.quiet else None
     try:
-        for rec in run(args.backend, args.ops, args.order, args.seed):
+        for rec in run(args.backend, args.ops, args.order, args.seed, args.dtype, args.mode,
+                       progress):  # fmt: skip
             records.append(rec)
             agg = per_op.setdefault(rec["op"], {"n": 0, "abs": 0.0, "rel": 0.0, "bad": []})
             agg["n"] += 1
             for key, field in (("abs", "max_abs"), ("rel", "max_rel")):
                 if rec[field] is not None and np.isfinite(rec[field]):
                     agg[key] = max(agg[key], rec[field])
-            if rec["status"] != "ok":
+            if rec["status"] not in ("ok", "nondiff"):
                 agg["bad"].append(rec)
+            elif rec["status"] == "nondiff":
+                agg.setdefault("kinks", []).append(rec)
     except SystemExit as exc:
         print(exc, file=sys.stderr)
         return 2
-    failed = [r for r in records if r["status"] != "ok"]
+    if progress:
+        sys.stderr.write("\r\033[K")
+    failed = [r for r in records if r["status"] not in ("ok", "nondiff")]
+    kinks = [r for r in records if r["status"] == "nondiff"]
     if not args.quiet:
         print(f"{'op':28s} {'checks':>6s} {'max abs err':>11s} {'max rel err':>11s}  status")
         for name, agg in per_op.items():
             status = "ok" if not agg["bad"] else f"FAIL ({len(agg['bad'])})"
+            if agg.get("kinks"):
+                status += f", {len(agg['kinks'])} at a kink"
             errs = f"{_fmt(agg['abs']):>11s} {_fmt(agg['rel']):>11s}"
             print(f"{name:28s} {agg['n']:6d} {errs}  {status}")
+    for r in kinks:
+        print(f"KINK {r['op']} [{r['sample']}] order {r['order']}: {r['detail']}")
     for r in failed:
-        print(f"FAIL {r['op']} [{r['sample']}] order {r['order']}: {r['detail']}")
+        print(f"{r['status']} {r['op']} [{r['sample']}] order {r['order']}: {r['detail']}")
     dt = time.perf_counter() - t0
-    print(f"{len(per_op)} ops, {len(records)} checks on {args.backend}: "
-          f"{len(records) - len(failed)} passed, {len(failed)} failed in {dt:.1f} s")  # fmt: skip
+    at_kinks = f", {len(kinks)} at non-differentiable points" if kinks else ""
+    print(f"{len(per_op)} ops, {len(records)} checks on {args.backend} ({args.dtype}, "
+          f"{args.mode}): {len(records) - len(failed)} passed, {len(failed)} failed"
+          f"{at_kinks} in {dt:.1f} s")  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(records, fh, indent=1)

@@ -1,10 +1,22 @@
 """Central differences in float64 against the registered VJP rules.
 
-``check_grad(f, *inputs)`` compares the gradient of the scalar
-``sum(f(*inputs) * u)`` (``u`` a fixed random cotangent) with central
-differences of the same scalar, element by element. ``check_second`` does the
-same for the gradient itself (the VJP of the VJP, through ``create_graph``).
-Inputs are NumPy float64 arrays; the function runs on any wrapped namespace.
+``check_grad(f, *inputs)`` compares the VJP of ``f`` with central differences:
+
+- ``mode="full"``: the whole Jacobian, one backward pass per output element and
+  two evaluations per input element; the worst element is reported with its
+  output index, input and index, analytic and numeric values.
+- ``mode="fast"``: random projections ``u^T J v`` (as JAX and PyTorch do): one
+  backward pass and two evaluations per projection, for large inputs.
+- ``mode="auto"``: full when the Jacobian has at most ``FULL_LIMIT`` elements.
+
+Numbers are always differenced in float64, whatever the dtype checked: for a
+float32 check the analytic gradient is computed in float32 and compared at
+float32 tolerances. An element where the one-sided differences disagree is a
+non-differentiable point (a kink, as Chainer's ``detect_nondifferentiable``
+reports): a mismatch there is reported as ``nondiff``, not as a wrong rule.
+
+``check_second`` checks the VJP of the VJP (through ``create_graph=True``).
+Inputs are NumPy arrays; the function runs on any wrapped namespace.
 """
 
 from __future__ import annotations
@@ -16,7 +28,12 @@ import numpy as np
 import autodiff as ad
 from autodiff.tensor import Tensor
 
-__all__ = ["check_grad", "check_second", "Result", "GradcheckError"]
+__all__ = ["check_grad", "check_second", "check_op", "Result", "GradcheckError", "TOLERANCES"]
+
+FULL_LIMIT = 4096
+# (atol, rtol) of a check, by dtype.
+TOLERANCES = {"float64": (1e-6, 1e-5), "float32": (2e-3, 2e-2)}
+SECOND_TOLERANCES = {"float64": (1e-5, 1e-4), "float32": (5e-3, 5e-2)}
 
 
 class GradcheckError(AssertionError):
@@ -25,23 +42,24 @@ class GradcheckError(AssertionError):
 
 @dataclass
 class Result:
-    """The worst element of a comparison."""
+    """Outcome of one check: status and the worst element."""
 
     ok: bool
+    status: str = "ok"  # ok, FAIL, nondiff
     max_abs: float = 0.0
     max_rel: float = 0.0
-    where: tuple | None = None  # (input number, index)
+    where: str = ""
     analytic: float = 0.0
     numeric: float = 0.0
     notes: list = field(default_factory=list)
 
     def __str__(self):
-        if self.where is None:
-            return "ok" if self.ok else "failed"
-        i, idx = self.where
+        if not self.where:
+            return self.status
         return (
-            f"input {i} at {idx}: analytic {self.analytic:.6g}, numeric {self.numeric:.6g} "
+            f"{self.where}: analytic {self.analytic:.6g}, numeric {self.numeric:.6g} "
             f"(abs err {self.max_abs:.2e}, rel err {self.max_rel:.2e})"
+            + (" at a non-differentiable point" if self.status == "nondiff" else "")
         )
 
 
@@ -52,88 +70,55 @@ def _outputs(out):
 
 
 def _to_numpy(t):
-    return np.asarray(t.data) if hasattr(t.data, "__array__") else np.from_dlpack(t.data)
+    data = t.data if isinstance(t, Tensor) else t
+    try:
+        return np.asarray(data)
+    except Exception:  # a non-default device: bring it to the CPU first
+        import array_api_compat
+
+        return np.asarray(array_api_compat.to_device(data, "cpu"))
 
 
 class _Problem:
-    """f on a namespace, reduced to a scalar with fixed random cotangents."""
+    """``f`` on a namespace, fed from NumPy float64 arrays."""
 
-    def __init__(self, f, inputs, xp, seed, dtype):
-        self.f, self.xp, self.dtype = f, xp, dtype
+    def __init__(self, f, inputs, xp, dtype, device):
+        self.f, self.xp, self.dtype, self.device = f, xp, dtype, device
         self.inputs = [np.asarray(a, dtype=np.float64) for a in inputs]
-        self.device = None
-        outs = _outputs(f(*[self.tensor(a) for a in self.inputs]))
-        rng = np.random.default_rng(seed)
-        self.cotangents = [rng.standard_normal(o.shape) for o in outs]
 
-    def tensor(self, a, requires_grad=False):
+    def tensor(self, a, dtype=None, requires_grad=False):
         kw = {} if self.device is None else {"device": self.device}
-        t = self.xp.asarray(np.asarray(a, dtype=self.dtype), **kw)
+        t = self.xp.asarray(np.asarray(a, dtype=dtype or self.dtype), **kw)
         if requires_grad:
             t.requires_grad = True
         return t
 
-    def scalar(self, tensors):
-        total = None
-        for o, u in zip(_outputs(self.f(*tensors)), self.cotangents):
-            term = self.xp.sum(
-                o
-                * self.xp.asarray(
-                    u.astype(o.dtype.name if hasattr(o.dtype, "name") else self.dtype),
-                    device=o.device,
-                )
-            )
-            total = term if total is None else total + term
-        return total
-
-    def value(self, arrays):
+    def outputs(self, arrays):
+        """f at ``arrays``, in float64, as NumPy arrays (no graph)."""
         with ad.no_grad():
-            return float(self.scalar([self.tensor(a) for a in arrays]).data)
-
-    def numeric(self, eps, value=None):
-        value = value or self.value
-        grads = []
-        for i, a in enumerate(self.inputs):
-            g = np.zeros_like(a)
-            for idx in np.ndindex(a.shape):
-                plus = [b.copy() for b in self.inputs]
-                minus = [b.copy() for b in self.inputs]
-                plus[i][idx] += eps
-                minus[i][idx] -= eps
-                g[idx] = (value(plus) - value(minus)) / (2 * eps)
-            grads.append(g)
-        return grads
+            outs = _outputs(self.f(*[self.tensor(a, "float64") for a in arrays]))
+        return [_to_numpy(o).astype(np.float64) for o in outs]
 
 
-def _compare(analytic, numeric, atol, rtol):
-    res = Result(ok=True)
-    for i, (a, n) in enumerate(zip(analytic, numeric)):
-        if a.shape != n.shape:
-            return Result(False, np.inf, np.inf, (i, ()), notes=[f"shape {a.shape} != {n.shape}"])
-        if a.size == 0:
-            continue
-        err = np.abs(a - n)
-        rel = err / np.maximum(np.abs(n), 1e-12)
-        bad = err > atol + rtol * np.abs(n)
-        k = np.unravel_index(np.argmax(np.where(bad, err, -1) if bad.any() else err), a.shape)
-        if not np.all(np.isfinite(a)) and np.all(np.isfinite(n)):
-            bad = bad | ~np.isfinite(a)
-            k = np.unravel_index(np.argmax(~np.isfinite(a)), a.shape)
-        if bad.any() or err[k] >= res.max_abs:
-            res = Result(
-                ok=res.ok and not bad.any(),
-                max_abs=float(err[k]) if np.isfinite(err[k]) else np.inf,
-                max_rel=float(rel[k]) if np.isfinite(rel[k]) else np.inf,
-                where=(i, tuple(int(j) for j in k)),
-                analytic=float(a[k]),
-                numeric=float(n[k]),
-            )
-            if bad.any():
-                return res
-    return res
+def _one_sided(prob, i, idx, h, outs0):
+    """(left, right) one-sided differences of every output at input i, idx."""
+    plus = [a.copy() for a in prob.inputs]
+    minus = [a.copy() for a in prob.inputs]
+    plus[i][idx] += h
+    minus[i][idx] -= h
+    fp, fm = prob.outputs(plus), prob.outputs(minus)
+    right = np.concatenate([(p - o).ravel() / h for p, o in zip(fp, outs0)])
+    left = np.concatenate([(o - m).ravel() / h for m, o in zip(fm, outs0)])
+    return left, right
 
 
-def _check_meta(grads, tensors):
+def _is_kink(left, right):
+    """One-sided slopes that disagree by far more than h * f'' (about 1e-6 here)
+    or float64 rounding: the derivative jumps at this point."""
+    return np.abs(left - right) > 1e-3 * (1 + np.maximum(np.abs(left), np.abs(right)))
+
+
+def _verify_meta(grads, tensors):
     for i, (g, t) in enumerate(zip(grads, tensors)):
         if g is None:
             raise GradcheckError(f"input {i}: no gradient reached it")
@@ -144,62 +129,215 @@ def _check_meta(grads, tensors):
             )
 
 
-def check_grad(f, *inputs, xp=None, eps=1e-6, atol=1e-6, rtol=1e-5, seed=0, device=None,
-               dtype=None, raise_on_fail=True) -> Result:  # fmt: skip
+def _vjp(prob, tensors, outs, cotangents):
+    """The VJP of ``f`` at ``tensors`` for one cotangent per output (NumPy arrays)."""
+    xp = prob.xp
+    total = None
+    for o, u in zip(outs, cotangents):
+        term = xp.sum(o * prob.tensor(u, dtype=str(np.dtype(_np_dtype(o)))))
+        total = term if total is None else total + term
+    for t in tensors:
+        t.grad = None
+    total.backward(retain_graph=True)
+    _verify_meta([t.grad for t in tensors], tensors)
+    return [_to_numpy(t.grad).astype(np.float64) for t in tensors]
+
+
+def _index(k):
+    return "[" + ", ".join(str(int(v)) for v in k) + "]"
+
+
+def _np_dtype(t):
+    name = getattr(t.dtype, "name", None) or str(t.dtype).rsplit(".", 1)[-1]
+    return np.dtype(name)
+
+
+def _compare(pairs, atol, rtol, kinks=None):
+    """Worst mismatch over ``pairs`` of (label, analytic, numeric) arrays."""
+    worst = Result(ok=True)
+    for label, a, n, kink in pairs:
+        err = np.abs(a - n)
+        err = np.where(np.isnan(err), np.inf, err)
+        bad = err > atol + rtol * np.abs(n)
+        rel = err / np.maximum(np.abs(n), 1e-12)
+        score = np.where(bad, np.inf, err) if bad.any() else err
+        k = np.unravel_index(int(np.argmax(score)), np.shape(a)) if np.size(a) else None
+        if k is None:
+            continue
+        real_bad = bad & ~kink if kink is not None else bad
+        status = "FAIL" if real_bad.any() else ("nondiff" if bad.any() else "ok")
+        cand = Result(
+            ok=status != "FAIL",
+            status=status,
+            max_abs=float(err[k]),
+            max_rel=float(rel[k]),
+            where=label(k),
+            analytic=float(np.asarray(a)[k]),
+            numeric=float(np.asarray(n)[k]),
+        )
+        rank = {"FAIL": 2, "nondiff": 1, "ok": 0}
+        if (rank[cand.status], cand.max_abs) > (rank[worst.status], worst.max_abs):
+            worst = cand
+    return worst
+
+
+def _full(prob, tensors, outs, eps, atol, rtol):
+    shapes = [tuple(o.shape) for o in outs]
+    sizes = [int(np.prod(s)) for s in shapes]
+    n_out = sum(sizes)
+    outs0 = prob.outputs(prob.inputs)
+    rows = []
+    for k in range(n_out):
+        flat = np.zeros(n_out)
+        flat[k] = 1.0
+        cts, start = [], 0
+        for s, sz in zip(shapes, sizes):
+            cts.append(flat[start : start + sz].reshape(s))
+            start += sz
+        rows.append(_vjp(prob, tensors, outs, cts))
+    pairs = []
+    for i, a in enumerate(prob.inputs):
+        analytic = np.stack([r[i].ravel() for r in rows]) if rows else np.zeros((0, a.size))
+        numeric = np.zeros_like(analytic)
+        kink = np.zeros(analytic.shape, dtype=bool)
+        for j, idx in enumerate(np.ndindex(a.shape)):
+            left, right = _one_sided(prob, i, idx, eps, outs0)
+            numeric[:, j] = (left + right) / 2
+            kink[:, j] = _is_kink(left, right)
+
+        def label(k, i=i, shape=a.shape):
+            out_k, in_k = k
+            return f"d out[{out_k}] / d input {i}{_index(np.unravel_index(in_k, shape))}"
+
+        pairs.append((label, analytic, numeric, kink))
+    return _compare(pairs, atol, rtol)
+
+
+def _fast(prob, tensors, outs, eps, atol, rtol, seed, projections=3):
+    rng = np.random.default_rng(seed + 12345)
+    a_vals, n_vals = [], []
+    for _ in range(projections):
+        us = [rng.standard_normal(tuple(o.shape)) for o in outs]
+        vs = [rng.standard_normal(a.shape) for a in prob.inputs]
+        grads = _vjp(prob, tensors, outs, us)
+        a_vals.append(sum(float(np.sum(g * v)) for g, v in zip(grads, vs)))
+        plus = prob.outputs([a + eps * v for a, v in zip(prob.inputs, vs)])
+        minus = prob.outputs([a - eps * v for a, v in zip(prob.inputs, vs)])
+        n_vals.append(
+            sum(float(np.sum(u * (p - m))) / (2 * eps) for u, p, m in zip(us, plus, minus))
+        )
+    scale = max(1.0, max(abs(v) for v in n_vals))
+    return _compare(
+        [(lambda k: f"projection {k[0]} (u^T J v)", np.array(a_vals), np.array(n_vals), None)],
+        atol * scale,
+        rtol,
+    )
+
+
+def check_grad(f, *inputs, xp=None, mode="auto", dtype="float64", eps=1e-6, atol=None,
+               rtol=None, seed=0, device=None, raise_on_fail=True) -> Result:  # fmt: skip
     """First order: the VJP of ``f`` against central differences in float64."""
     xp = xp or ad.Autodiff(np)
-    prob = _Problem(f, inputs, xp, seed, dtype or "float64")
-    prob.device = device
+    atol = TOLERANCES[dtype][0] if atol is None else atol
+    rtol = TOLERANCES[dtype][1] if rtol is None else rtol
+    prob = _Problem(f, inputs, xp, dtype, device)
     tensors = [prob.tensor(a, requires_grad=True) for a in prob.inputs]
-    prob.scalar(tensors).backward()
-    _check_meta([t.grad for t in tensors], tensors)
-    analytic = [_to_numpy(t.grad).astype(np.float64) for t in tensors]
-    res = _compare(analytic, prob.numeric(eps), atol, rtol)
+    outs = _outputs(f(*tensors))
+    n_jac = sum(int(np.prod(o.shape)) for o in outs) * sum(a.size for a in prob.inputs)
+    if mode == "auto":
+        mode = "full" if n_jac <= FULL_LIMIT else "fast"
+    if mode == "full":
+        res = _full(prob, tensors, outs, eps, atol, rtol)
+    elif mode == "fast":
+        res = _fast(prob, tensors, outs, eps, atol, rtol, seed)
+    else:
+        raise ValueError(f"check_grad: mode must be full, fast or auto, not {mode!r}")
+    res.notes.append(mode)
     if raise_on_fail and not res.ok:
         raise GradcheckError(f"first-order gradient mismatch: {res}")
     return res
 
 
-def check_second(f, *inputs, xp=None, eps=1e-5, atol=1e-5, rtol=1e-4, seed=0, device=None,
-                 raise_on_fail=True) -> Result:  # fmt: skip
-    """Second order: the gradient of ``sum(grad * v)`` (the VJP of the VJP,
+def check_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, rtol=None,
+                 seed=0, device=None, raise_on_fail=True) -> Result:  # fmt: skip
+    """Second order: the gradient of ``h = sum(grad f . v)`` (the VJP of the VJP,
     recorded with ``create_graph=True``) against central differences of the
-    first-order gradient."""
+    first-order gradient computed in float64."""
     xp = xp or ad.Autodiff(np)
-    prob = _Problem(f, inputs, xp, seed, "float64")
-    prob.device = device
+    atol = SECOND_TOLERANCES[dtype][0] if atol is None else atol
+    rtol = SECOND_TOLERANCES[dtype][1] if rtol is None else rtol
+    prob = _Problem(f, inputs, xp, dtype, device)
     rng = np.random.default_rng(seed + 1)
+    with ad.no_grad():
+        outs0 = _outputs(f(*[prob.tensor(a, "float64") for a in prob.inputs]))
+    us = [rng.standard_normal(tuple(o.shape)) for o in outs0]
     vs = [rng.standard_normal(a.shape) for a in prob.inputs]
 
-    def first(arrays, create):
-        ts = [prob.tensor(a, requires_grad=True) for a in arrays]
-        prob.scalar(ts).backward(create_graph=create)
-        return ts
+    def scalar(ts):
+        total = None
+        for o, u in zip(_outputs(f(*ts)), us):
+            term = xp.sum(o * prob.tensor(u, dtype=str(_np_dtype(o))))
+            total = term if total is None else total + term
+        return total
 
     def h_value(arrays):
-        ts = first(arrays, False)
+        ts = [prob.tensor(a, "float64", requires_grad=True) for a in arrays]
+        scalar(ts).backward()
         return float(sum(np.sum(_to_numpy(t.grad) * v) for t, v in zip(ts, vs)))
 
-    ts = first(prob.inputs, True)
+    ts = [prob.tensor(a, requires_grad=True) for a in prob.inputs]
+    scalar(ts).backward(create_graph=True)
     h = None
     for t, v in zip(ts, vs):
-        if t.grad is None or not t.grad.requires_grad:
-            continue  # this gradient does not depend on the inputs (a linear op)
-        term = xp.sum(t.grad * xp.asarray(v.astype(np.float64), device=t.device))
-        h = term if h is None else h + term
-    leaves = [prob.tensor(a, requires_grad=True) for a in prob.inputs]
-    if h is None:
-        analytic = [np.zeros_like(a) for a in prob.inputs]
-    else:
+        if t.grad is not None and t.grad.requires_grad:  # else: constant in the inputs
+            term = xp.sum(t.grad * prob.tensor(v))
+            h = term if h is None else h + term
+    analytic = [np.zeros_like(a) for a in prob.inputs]
+    if h is not None:
         for t in ts:
             t.grad = None
         h.backward()
         analytic = [
-            np.zeros_like(a) if t.grad is None else _to_numpy(t.grad)
+            np.zeros_like(a) if t.grad is None else _to_numpy(t.grad).astype(np.float64)
             for t, a in zip(ts, prob.inputs)
         ]
-    del leaves
-    res = _compare(analytic, prob.numeric(eps, h_value), atol, rtol)
+    pairs = []
+    for i, a in enumerate(prob.inputs):
+        numeric = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            plus = [b.copy() for b in prob.inputs]
+            minus = [b.copy() for b in prob.inputs]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            numeric[idx] = (h_value(plus) - h_value(minus)) / (2 * eps)
+        pairs.append((lambda k, i=i: f"d2 / d input {i}{_index(k)}", analytic[i], numeric, None))
+    res = _compare(pairs, atol, rtol)
     if raise_on_fail and not res.ok:
         raise GradcheckError(f"second-order gradient mismatch: {res}")
     return res
+
+
+def check_op(name, xp=None, *, order=2, dtype="float64", mode="auto", seed=0,
+             raise_on_fail=True) -> list:  # fmt: skip
+    """Check every sample of the spec of registered op ``name``: a list of
+    ``(sample label, order, Result)``."""
+    from .specs import SPECS
+
+    xp = xp or ad.Autodiff(np)
+    spec = SPECS[name]
+    results = []
+    for sample in spec.samples(seed):
+        f = lambda *t, s=sample: s.call(xp, *t)  # noqa: E731
+        atol, rtol = spec.tolerances(dtype)
+        res = check_grad(f, *sample.inputs, xp=xp, mode=mode, dtype=dtype, atol=atol,
+                         rtol=rtol, seed=seed, raise_on_fail=False)  # fmt: skip
+        results.append((sample.label, 1, res))
+        if order >= 2 and spec.second_order:
+            res2 = check_second(f, *sample.inputs, xp=xp, dtype=dtype, seed=seed,
+                                raise_on_fail=False)  # fmt: skip
+            results.append((sample.label, 2, res2))
+    if raise_on_fail:
+        bad = [f"{lab} (order {k}): {r}" for lab, k, r in results if not r.ok]
+        if bad:
+            raise GradcheckError(f"{name}: " + "; ".join(bad))
+    return results

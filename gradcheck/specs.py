@@ -44,6 +44,14 @@ class Spec:
     def samples(self, seed=0):
         return self.make(np.random.default_rng(seed))
 
+    def tolerances(self, dtype="float64"):
+        """(atol, rtol) for a first-order check in ``dtype``: the spec's own, never
+        tighter than the dtype's defaults."""
+        from .core import TOLERANCES
+
+        d_atol, d_rtol = TOLERANCES[dtype]
+        return max(self.atol, d_atol), max(self.rtol, d_rtol)
+
     @property
     def second_order(self):
         if self.order2 is not None:

@@ -1,0 +1,158 @@
+"""gradcheck itself: it passes right rules, fails wrong ones (naming the op and
+the sample), tells kinks from wrong rules, and its CLI keeps its contract."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import autodiff as ad
+from gradcheck.core import GradcheckError, check_grad, check_op, check_second
+
+xp = ad.Autodiff(np)
+X = np.array([[0.3, -1.2, 0.7], [1.1, 0.4, -0.6]])
+
+# A process that registers two deliberately wrong rules with specs, then runs the CLI.
+WRONG = textwrap.dedent(
+    """
+    import sys
+    from autodiff.vjps._util import binary, unary
+    from gradcheck.specs import Sample, spec
+
+    # 1.01 * the right gradient of exp
+    unary("scaled_exp", lambda xp, g, ans, x: 1.01 * g * ans, impl=lambda B: B.exp,
+          saves=(), saves_ans=True)
+    # add's rule for a broadcast x2 drops the broadcast axis (keeps one column
+    # instead of summing them), as a hand-written unbroadcast might
+    binary("bad_add", lambda xp, g, ans, x1, x2: g,
+           lambda xp, g, ans, x1, x2: g[..., :1], impl=lambda B: B.add, saves=())
+    import numpy as np
+    spec("scaled_exp", lambda rng: [Sample((rng.uniform(-1, 1, (3,)),),
+         lambda xp, a: xp._ops_for_test.scaled_exp(a), "vector of 3")])
+    spec("bad_add", lambda rng: [Sample((rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (2, 1))),
+         lambda xp, a, b: xp._ops_for_test.bad_add(a, b), "(2, 3) with (2, 1)")])
+    import autodiff as ad
+    ns = ad.Autodiff(np)
+    ns._ops_for_test = ns.asarray(0.0)._ops
+    from gradcheck.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def _cli(*args, script=None):
+    cmd = [sys.executable, "-c", script] if script else [sys.executable, "-m", "gradcheck"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300)
+
+
+def test_cli_fails_on_wrong_rules_and_names_op_and_sample():
+    proc = _cli("--op", "scaled_exp", "--op", "bad_add", "--op", "exp", script=WRONG)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "FAIL scaled_exp [vector of 3] order 1" in out
+    assert "FAIL bad_add [(2, 3) with (2, 1)] order 1" in out
+    assert "exp " in out and "0 failed" not in out
+    # Every registered op now lacks nothing but these two extras have specs: the run
+    # reports them, and exp itself still passes.
+    exp_line = next(line for line in out.splitlines() if line.startswith("exp "))
+    assert exp_line.rstrip().endswith("ok")
+
+
+def test_cli_passes_and_writes_json(tmp_path):
+    path = tmp_path / "out.json"
+    proc = _cli("--op", "tanh", "--op", "matmul", "--json", str(path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = json.loads(path.read_text())
+    assert {r["op"] for r in records} == {"tanh", "matmul"}
+    assert all(r["status"] == "ok" and r["max_abs"] < 1e-6 for r in records)
+    assert {r["order"] for r in records} == {1, 2}
+    assert "passed, 0 failed" in proc.stdout
+
+
+def test_cli_usage_errors_exit_2():
+    assert _cli("--backend", "no_such_module").returncode == 2
+    assert _cli("--op", "no_such_op").returncode == 2
+    assert _cli("--mode", "sideways").returncode == 2
+
+
+def test_cli_list_names_every_spec():
+    from gradcheck.specs import SPECS
+
+    proc = _cli("--list")
+    assert proc.returncode == 0
+    listed = {line.split()[0] for line in proc.stdout.splitlines()}
+    assert listed == set(SPECS)
+
+
+@pytest.mark.parametrize("mode", ["full", "fast"])
+def test_wrong_rule_is_caught_in_every_mode(mode):
+    from autodiff.registry import get
+
+    op = get("sin")
+    right = op.vjp
+    op.vjp = (lambda xp, g, ans, x: 1.01 * g * xp.cos(x),)
+    try:
+        with pytest.raises(GradcheckError):
+            check_grad(lambda a: xp.sin(a), X, xp=xp, mode=mode)
+    finally:
+        op.vjp = right
+    assert check_grad(lambda a: xp.sin(a), X, xp=xp, mode=mode).ok
+
+
+def test_full_mode_reports_the_worst_element():
+    from autodiff.registry import get
+
+    op = get("sin")
+    right = op.vjp
+    # wrong (doubled) only at the element X[1, 2]
+    op.vjp = (lambda xp, g, ans, x: g * xp.cos(x) * xp.where(x == X[1, 2], 2.0, 1.0),)
+    try:
+        res = check_grad(lambda a: xp.sin(a), X, xp=xp, mode="full", raise_on_fail=False)
+    finally:
+        op.vjp = right
+    assert res.status == "FAIL"
+    assert res.where == "d out[5] / d input 0[1, 2]"
+    assert res.analytic == pytest.approx(2 * np.cos(X[1, 2]))
+    assert res.numeric == pytest.approx(np.cos(X[1, 2]))
+
+
+def test_a_kink_is_reported_as_such():
+    # |x| written with where: at exactly 0 the rule picks one side, the function has
+    # no derivative; gradcheck must say "non-differentiable point", not "wrong rule".
+    f = lambda a: xp.where(a > 0, a, -a)  # noqa: E731
+    res = check_grad(f, np.array([0.0, 1.5, -2.0]), xp=xp, raise_on_fail=False)
+    assert res.ok and res.status == "nondiff" and "non-differentiable" in str(res)
+    # away from the kink it is a plain pass
+    assert check_grad(f, np.array([0.5, 1.5, -2.0]), xp=xp).status == "ok"
+
+
+def test_float32_checks_at_float32_tolerance():
+    res = check_grad(lambda a: xp.exp(a) * a, X, xp=xp, dtype="float32")
+    assert res.ok and res.max_abs > 1e-9  # a float32 gradient is not float64-exact
+    with pytest.raises(GradcheckError):
+        check_grad(lambda a: xp.exp(a) * a, X, xp=xp, dtype="float32", atol=0, rtol=0)
+
+
+def test_second_order_catches_a_rule_that_is_not_differentiated():
+    from autodiff.registry import get
+
+    op = get("tanh")
+    right = op.vjp
+    # right values, but computed from a detached copy: the second derivative is lost
+    op.vjp = (lambda xp, g, ans, x: g * (1 - ans.detach() ** 2) if hasattr(ans, "detach")
+              else g * (1 - ans * ans),)  # fmt: skip
+    try:
+        assert check_grad(lambda a: xp.tanh(a), X, xp=xp).ok
+        with pytest.raises(GradcheckError):
+            check_second(lambda a: xp.tanh(a), X, xp=xp)
+    finally:
+        op.vjp = right
+    assert check_second(lambda a: xp.tanh(a), X, xp=xp).ok
+
+
+def test_check_op_runs_every_sample():
+    results = check_op("sum")
+    assert len(results) >= 10 and all(r.ok for _, _, r in results)

@@ -196,13 +196,29 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                 args, xp, ans = node.args, glue.xp, node.ans
                 rules = op.vjp
                 if len(edges) == 1:
-                    grads = (rules[0](xp, g, ans, *args),)
-                    fitted = True
+                    gi = rules[0](xp, g, ans, args[0])
+                    if not retain_graph:
+                        node.args = node.ans = None
+                    parent, index = edges[0][:2]
+                    if parent is None:
+                        if targets is None:
+                            glue.accumulate_leaf(index, gi)
+                        continue
+                    if parent.outs is None:
+                        old = buffers.get(parent)
+                        if old is None:
+                            buffers[parent] = gi
+                            heappush(heap, (-parent.seq, parent))
+                        else:
+                            buffers[parent] = add(old, gi)
+                        continue
+                    grads, fitted = (gi,), True  # a multi-output parent: the general path
                 else:
+                    a, b = args
                     e1, e2 = edges
                     grads = (
-                        None if e1 is None else rules[0](xp, g, ans, *args),
-                        None if e2 is None else rules[1](xp, g, ans, *args),
+                        None if e1 is None else rules[0](xp, g, ans, a, b),
+                        None if e2 is None else rules[1](xp, g, ans, a, b),
                     )
                     fitted = False
             else:

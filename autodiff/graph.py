@@ -177,8 +177,14 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
         _accumulate(buffers, node, index, g, glue)
     captured = {}
     fit, add, raw = glue.fit, glue.add, not create_graph
-    while heap:
-        node = heappop(heap)[1]
+    nxt = None  # the next node, while it is the only one pending (chains skip the heap)
+    while True:
+        if nxt is not None:
+            node, nxt = nxt, None
+        elif heap:
+            node = heappop(heap)[1]
+        else:
+            break
         g = buffers.pop(node)
         if stop and node in stop:
             captured[node] = g
@@ -199,7 +205,8 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                     gi = rules[0](xp, g, ans, args[0])
                     if not retain_graph:
                         node.args = node.ans = None
-                    parent, index = edges[0][:2]
+                    e = edges[0]
+                    parent, index = e[0], e[1]
                     if parent is None:
                         if targets is None:
                             glue.accumulate_leaf(index, gi)
@@ -208,7 +215,13 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                         old = buffers.get(parent)
                         if old is None:
                             buffers[parent] = gi
-                            heappush(heap, (-parent.seq, parent))
+                            if nxt is None and not heap:
+                                nxt = parent
+                            else:
+                                if nxt is not None:
+                                    heappush(heap, (-nxt.seq, nxt))
+                                    nxt = None
+                                heappush(heap, (-parent.seq, parent))
                         else:
                             buffers[parent] = add(old, gi)
                         continue
@@ -256,11 +269,20 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                 old = buffers.get(parent)
                 if old is None:
                     buffers[parent] = gi
-                    heappush(heap, (-parent.seq, parent))
+                    if nxt is None and not heap:
+                        nxt = parent
+                    else:
+                        if nxt is not None:
+                            heappush(heap, (-nxt.seq, nxt))
+                            nxt = None
+                        heappush(heap, (-parent.seq, parent))
                 else:
                     buffers[parent] = add(old, gi)
             else:
                 if parent not in buffers:
+                    if nxt is not None:
+                        heappush(heap, (-nxt.seq, nxt))
+                        nxt = None
                     heappush(heap, (-parent.seq, parent))
                 _accumulate(buffers, parent, index, gi, glue)
     if targets is not None:

@@ -79,6 +79,7 @@ class _Ops:
             cls.__array__ = lambda self, dtype=None, copy=None: self.data.__array__(dtype)
         self.linalg = types.SimpleNamespace()
         self.fft = types.SimpleNamespace()
+        self.nn = types.SimpleNamespace()  # extension ops (autodiff.nn.functional)
         registry = _registry_ops()
         for op in registry.values():
             fn = self._make(op)

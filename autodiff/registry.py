@@ -96,3 +96,4 @@ def get(name: str) -> Op:
 
 def _load():
     from . import vjps  # noqa: F401  (registers the standard's rules)
+    from .nn import functional  # noqa: F401  (registers the extension ops)

@@ -1,0 +1,20 @@
+"""How a ``F.name(x, ...)`` call finds the namespace of its arguments."""
+
+from __future__ import annotations
+
+from ..tensor import Tensor
+
+
+def ops_of(*arrays):
+    """The wrapped namespace's ops of the first Tensor (raw arrays are wrapped)."""
+    for a in arrays:
+        if isinstance(a, Tensor):
+            return a._ops
+    for a in arrays:
+        if a is not None and not isinstance(a, (int, float, bool)):
+            import array_api_compat
+
+            from ..namespace import Autodiff
+
+            return Autodiff(array_api_compat.array_namespace(a)).asarray(0.0)._ops
+    raise TypeError("expected at least one array argument")

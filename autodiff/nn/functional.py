@@ -1,0 +1,32 @@
+"""``autodiff.nn.functional`` (import as ``F``): the deep-learning extension ops.
+
+Names, argument order, layouts (NCHW) and conventions follow
+``torch.nn.functional``, except that a reduction axis is called ``axis``.
+Each function is one registered op with a fused VJP rule and works on every
+backend; raw backend arrays are accepted and wrapped. The ops live in the
+modules of this package by family, each with its rule beside it:
+
+- ``activations``: relu, gelu, silu, sigmoid, softplus, softmax, log_softmax, logsumexp
+- ``losses``: cross_entropy, mse_loss, binary_cross_entropy_with_logits
+- ``conv``: conv2d, conv_transpose2d; ``pooling``: max_pool2d, avg_pool2d
+- ``recurrent``: gru_cell, lstm_cell, gated_memory_cell
+- ``attention``: rope, scaled_dot_product_attention
+- ``normalization``: layer_norm, embedding, dropout
+"""
+
+from __future__ import annotations
+
+from . import activations, attention, conv, losses, normalization, pooling, recurrent
+from .activations import *  # noqa: F403
+from .attention import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .losses import *  # noqa: F403
+from .normalization import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .recurrent import *  # noqa: F403
+
+__all__ = [
+    name
+    for module in (activations, losses, conv, pooling, recurrent, attention, normalization)
+    for name in module.__all__
+]

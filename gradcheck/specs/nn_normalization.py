@@ -1,0 +1,3 @@
+"""Specs of the extension ops: normalization."""
+
+from __future__ import annotations

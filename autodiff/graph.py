@@ -22,10 +22,21 @@ class _Mode(threading.local):
 
 
 mode = _Mode()
+# How many threads have recording off. While none has, every thread records and
+# the hot paths skip the thread-local read: ``if not grad_off[0] or mode.enabled``.
+grad_off = [0]
+_lock = threading.Lock()
 
 
 def is_grad_enabled() -> bool:
     return mode.enabled
+
+
+def _set_mode(value: bool) -> None:
+    with _lock:
+        if mode.enabled != value:
+            grad_off[0] += -1 if value else 1
+            mode.enabled = value
 
 
 class _GradMode:
@@ -33,10 +44,10 @@ class _GradMode:
 
     def __enter__(self):
         self._prev = mode.enabled
-        mode.enabled = self._value
+        _set_mode(self._value)
 
     def __exit__(self, *exc):
-        mode.enabled = self._prev
+        _set_mode(self._prev)
 
     def __call__(self, fn):
         import functools

@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 
 from . import _standard, graph
-from .graph import Meta, MultiNode, Node, mode, next_seq, run_backward
+from .graph import Meta, MultiNode, Node, grad_off, mode, next_seq, run_backward
 from .registry import CONST, MISSING, Op
 from .registry import get as _registry_get
 from .registry import ops as _registry_ops
@@ -228,7 +228,7 @@ class _Ops:
             t._base = None
             t._index = 0
             t._version = None
-            if diff and x._rg and mode.enabled:
+            if diff and x._rg and (not grad_off[0] or mode.enabled):
                 n = x._node
                 node = _new(Node)
                 node.seq = next_seq()
@@ -299,7 +299,7 @@ class _Ops:
             t._base = None
             t._index = 0
             t._version = None
-            if r and diff and mode.enabled:
+            if r and diff and (not grad_off[0] or mode.enabled):
                 node = _new(Node)
                 node.seq = next_seq()
                 node.op = op

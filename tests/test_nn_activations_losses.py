@@ -1,23 +1,110 @@
-"""Activations, the softmax family and losses against PyTorch and formulas."""
+"""Activations and the softmax family against PyTorch (float64) and formulas."""
+
+import math
 
 import numpy as np
 import pytest
 
 import autodiff as ad
 from autodiff.nn import functional as F
+from autodiff.nn.activations import _erf
 
 from .nn_compare import compare
 
 torch = pytest.importorskip("torch", reason="PyTorch comparisons need torch==2.13.0")
 TF = torch.nn.functional
-X = np.array([[-1.5, 0.0, 0.3], [2.0, -0.2, 1.1]])
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((3, 4)) * 3
+X3 = RNG.standard_normal((2, 3, 4)) * 3
+WIDE = np.concatenate([X.ravel(), [-30.0, -8.0, 0.0, 8.0, 30.0]])
 
 CASES = {
-    "relu": (lambda a: F.relu(a), lambda a: TF.relu(a), [X]),
+    "relu": (F.relu, TF.relu, [X]),
+    "sigmoid": (F.sigmoid, torch.sigmoid, [WIDE]),
+    "silu": (F.silu, TF.silu, [WIDE]),
+    "softplus": (F.softplus, TF.softplus, [WIDE]),
+    "softplus beta=2 threshold=5": (
+        lambda a: F.softplus(a, beta=2.0, threshold=5.0),
+        lambda a: TF.softplus(a, beta=2.0, threshold=5.0),
+        [WIDE],
+    ),
+    "gelu exact": (F.gelu, TF.gelu, [WIDE]),
+    "gelu tanh": (
+        lambda a: F.gelu(a, approximate="tanh"),
+        lambda a: TF.gelu(a, approximate="tanh"),
+        [WIDE],
+    ),
 }
+for _axis in (-1, 0, 1):
+    CASES[f"softmax axis={_axis}"] = (
+        lambda a, ax=_axis: F.softmax(a, axis=ax),
+        lambda a, ax=_axis: TF.softmax(a, dim=ax),
+        [X3],
+    )
+    CASES[f"log_softmax axis={_axis}"] = (
+        lambda a, ax=_axis: F.log_softmax(a, axis=ax),
+        lambda a, ax=_axis: TF.log_softmax(a, dim=ax),
+        [X3],
+    )
+for _axis, _keep in ((None, False), (1, False), (1, True), ((0, 2), False), (-1, True)):
+    CASES[f"logsumexp axis={_axis} keepdims={_keep}"] = (
+        lambda a, ax=_axis, k=_keep: F.logsumexp(a, axis=ax, keepdims=k),
+        lambda a, ax=_axis, k=_keep: torch.logsumexp(
+            a, dim=tuple(range(a.ndim)) if ax is None else ax, keepdim=k
+        ),
+        [X3],
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_same_as_torch(name):
     ours, theirs, inputs = CASES[name]
-    compare(ad.Autodiff(np), ours, theirs, inputs)
+    compare(ad.Autodiff(np), ours, theirs, inputs, rtol=1e-12, atol=1e-12)
+
+
+def test_erf_matches_math_erf():
+    x = np.linspace(-8.0, 8.0, 200001)
+    assert np.max(np.abs(_erf(np, x) - np.vectorize(math.erf)(x))) < 1e-15
+
+
+@pytest.mark.parametrize("big", [800.0, -800.0])
+def test_no_overflow_for_large_inputs(xp, big):
+    x = xp.asarray([big, 0.0], requires_grad=True)
+    for f in (F.sigmoid, F.silu, F.softplus, F.gelu):
+        y = f(x)
+        xp.sum(y).backward()
+        assert np.all(np.isfinite(np.asarray(y.data))) and np.all(np.isfinite(x.grad.data))
+        x.grad = None
+
+
+def test_softmax_rows_with_minus_inf(xp):
+    """Partly -inf rows are exact; a row entirely -inf gives softmax 0, log_softmax
+    and logsumexp -inf, and zero gradients (never NaN)."""
+    inf = math.inf
+    x = xp.asarray([[0.0, -inf, math.log(3.0)], [-inf, -inf, -inf]], requires_grad=True)
+    s = F.softmax(x)
+    np.testing.assert_allclose(np.asarray(s.data), [[0.25, 0.0, 0.75], [0.0, 0.0, 0.0]])
+    ls = F.log_softmax(x)
+    np.testing.assert_allclose(np.asarray(ls.data)[0, [0, 2]], [math.log(0.25), math.log(0.75)])
+    assert np.all(np.isneginf(np.asarray(ls.data)[1])) and np.isneginf(np.asarray(ls.data)[0, 1])
+    lse = F.logsumexp(x, axis=1)
+    np.testing.assert_allclose(np.asarray(lse.data)[0], math.log(4.0))
+    assert np.isneginf(np.asarray(lse.data)[1])
+    w = xp.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    xp.sum(s * w).backward()
+    # d/dx_i sum_j w_j s_j = s_i (w_i - sum_j w_j s_j): row 0 with s = (1/4, 0, 3/4)
+    mean = 0.25 * 1 + 0.75 * 3
+    np.testing.assert_allclose(x.grad.data, [[0.25 * (1 - mean), 0.0, 0.75 * (3 - mean)], [0, 0, 0]])
+    x.grad = None
+    xp.sum(F.logsumexp(x, axis=1)).backward()
+    np.testing.assert_allclose(x.grad.data, [[0.25, 0.0, 0.75], [0.0, 0.0, 0.0]])
+
+
+def test_gelu_rejects_unknown_approximation(xp):
+    with pytest.raises(ValueError, match="gelu"):
+        F.gelu(xp.asarray([1.0]), approximate="erf")
+
+
+def test_raw_arrays_are_accepted():
+    out = F.softmax(np.array([0.0, math.log(3.0)]))
+    np.testing.assert_allclose(np.asarray(out.data), [0.25, 0.75])

@@ -18,3 +18,9 @@ def ops_of(*arrays):
 
             return Autodiff(array_api_compat.array_namespace(a)).asarray(0.0)._ops
     raise TypeError("expected at least one array argument")
+
+
+def constant(a):
+    """``a`` cut from the graph when it is a Tensor (a raw array is one already):
+    for values a rule treats as constants, like the max subtracted in softmax."""
+    return a.detach() if isinstance(a, Tensor) else a

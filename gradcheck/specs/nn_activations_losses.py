@@ -2,9 +2,60 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from autodiff.nn import functional as F
 
-from . import Sample, _away, spec
+from . import Sample, _away, _in, spec
 
 spec("nn.relu", lambda rng: [Sample((_away(rng, s),), lambda xp, a: F.relu(a), f"shape={s}")
                              for s in ((), (4,), (2, 3))])  # fmt: skip
+
+
+def _activation(name, call, values=_in, shapes=((), (4,), (2, 3))):
+    spec(name, lambda rng: [Sample((values(rng, s),), call, f"shape={s}") for s in shapes])
+
+
+_activation("nn.sigmoid", lambda xp, a: F.sigmoid(a * 4.0))
+_activation("nn.silu", lambda xp, a: F.silu(a * 3.0))
+spec("nn.softplus", lambda rng: [
+    Sample((_in(rng, (2, 3)) * 3,), lambda xp, a: F.softplus(a), "default"),
+    Sample((_in(rng, (2, 3)) * 3,), lambda xp, a: F.softplus(a, beta=2.0, threshold=1.5), "beta 2, threshold 1.5"),
+])  # fmt: skip
+spec("nn.gelu", lambda rng: [
+    Sample((_in(rng, (2, 4)) * 4,), lambda xp, a: F.gelu(a), "exact"),
+    Sample((_in(rng, (2, 4)) * 4,), lambda xp, a: F.gelu(a, approximate="tanh"), "tanh"),
+    Sample((_in(rng, (5,)) * 0.5 + np.array([-5.0, -2.5, 0.0, 2.5, 5.0]),), lambda xp, a: F.gelu(a), "both erf pieces"),
+])  # fmt: skip
+
+
+def _softmax_like(name, f):
+    def make(rng):
+        x = _in(rng, (2, 3, 4)) * 2
+        out = [Sample((x,), lambda xp, a, ax=ax: f(a, ax), f"axis={ax}") for ax in (-1, 0, 1)]
+        out.append(Sample((_in(rng, (5,)),), lambda xp, a: f(a, -1), "1-D"))
+        # a -inf entry (not differentiated: added as a constant mask)
+        mask = np.array([[0.0, -np.inf, 0.0], [0.0, 0.0, 0.0]])
+        out.append(
+            Sample((_in(rng, (2, 3)),), lambda xp, a: f(a + xp.asarray(mask), -1), "a -inf entry")
+        )
+        return out
+
+    spec(name, make)
+
+
+_softmax_like("nn.softmax", lambda a, ax: F.softmax(a, axis=ax))
+
+
+def _finite_log_softmax(a, ax):
+    """log_softmax with its -inf outputs zeroed, so the check sums finite values."""
+    out = F.log_softmax(a, axis=ax)
+    xp = out.__array_namespace__()
+    return xp.where(xp.isinf(out), xp.zeros_like(out), out)
+
+
+_softmax_like("nn.log_softmax", _finite_log_softmax)
+spec("nn.logsumexp", lambda rng: [
+    Sample((_in(rng, (2, 3, 4)) * 2,), lambda xp, a, ax=ax, k=k: F.logsumexp(a, axis=ax, keepdims=k), f"axis={ax}, keepdims={k}")
+    for ax in (None, 1, (0, 2)) for k in (False, True)
+])  # fmt: skip

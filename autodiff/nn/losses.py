@@ -1,5 +1,205 @@
-"""(to be written)"""
+"""Losses: cross-entropy (integer targets), mean squared error, binary
+cross-entropy with logits. One registered op each with a fused rule."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+from ..registry import defop
+from ._dispatch import ops_of
+from .activations import _log1p_exp, _log_softmax, _sigmoid, _softmax
+
+__all__ = ["cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]
+
+CH = "nn.loss"
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduce(xp, loss, reduction, count=None):
+    if reduction == "none":
+        return loss
+    total = xp.sum(loss)
+    if reduction == "sum":
+        return total
+    return total / (math.prod(loss.shape) if count is None else count)
+
+
+def _unreduce(xp, g, shape, reduction, count=None):
+    """The cotangent of each element of the unreduced loss."""
+    if reduction == "none":
+        return g
+    g = xp.broadcast_to(xp.reshape(g, (1,) * len(shape)), shape) if shape else g
+    return g if reduction == "sum" else g / (math.prod(shape) if count is None else count)
+
+
+# -- cross-entropy ---------------------------------------------------------------
+def _ce_parts(xp, logits, target, ignore_index):
+    """Class axis last, valid-target mask, targets made safe to gather with."""
+    z = xp.moveaxis(logits, 1, -1) if logits.ndim > 2 else logits
+    valid = target != ignore_index
+    safe = xp.where(valid, target, xp.zeros_like(target))
+    return z, valid, safe
+
+
+def _ce_count(xp, valid, dtype):
+    """How many targets a 'mean' divides by (at least 1: all ignored gives 0, not NaN)."""
+    n = xp.sum(xp.astype(valid, dtype))
+    return xp.where(n == 0, xp.ones_like(n), n)
+
+
+def _cross_entropy(xp, logits, target, ignore_index, reduction, label_smoothing):
+    z, valid, safe = _ce_parts(xp, logits, target, ignore_index)
+    logp = _log_softmax(xp, z, -1)
+    nll = -xp.take_along_axis(logp, xp.expand_dims(safe, axis=-1), axis=-1)[..., 0]
+    if label_smoothing:
+        nll = (1 - label_smoothing) * nll - label_smoothing * xp.mean(logp, axis=-1)
+    loss = xp.where(valid, nll, xp.zeros_like(nll))
+    count = _ce_count(xp, valid, loss.dtype) if reduction == "mean" else None
+    return _reduce(xp, loss, reduction, count)
+
+
+def _cross_entropy_rule(xp, g, ans, logits, target, *, ignore_index, reduction, label_smoothing):
+    """softmax - (1 - eps) onehot(t) - eps / C per valid target, times its cotangent.
+    The one-hot part is a scatter-add at flat positions: no (N, C) one-hot matrix."""
+    z, valid, safe = _ce_parts(xp, logits, target, ignore_index)
+    c = z.shape[-1]
+    count = _ce_count(xp, valid, z.dtype) if reduction == "mean" else None
+    gl = _unreduce(xp, g, valid.shape, reduction, count)
+    gl = xp.where(valid, gl, xp.zeros_like(gl))
+    grad = _softmax(xp, z, -1) * xp.expand_dims(gl, axis=-1)
+    if label_smoothing:
+        grad = grad - (label_smoothing / c) * xp.expand_dims(gl, axis=-1)
+    rows = math.prod(valid.shape)
+    pos = xp.arange(rows, device=safe.device) * c + xp.reshape(safe, (-1,))
+    flat = xp.index_add(
+        xp.reshape(grad, (-1,)), pos, -(1 - label_smoothing) * xp.reshape(gl, (-1,))
+    )
+    grad = xp.reshape(flat, z.shape)
+    return xp.moveaxis(grad, -1, 1) if logits.ndim > 2 else grad
+
+
+defop(
+    "nn.cross_entropy",
+    _cross_entropy_rule,
+    None,
+    chapter=CH,
+    impl=lambda B: lambda logits, target, **kw: _cross_entropy(B, logits, target, **kw),
+    doc="softmax cross-entropy with integer targets (class axis 1)",
+)
+
+
+def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Softmax cross-entropy of ``input`` (N, C) or (N, C, d1, ...) against integer
+    targets (N,) or (N, d1, ...), as torch: ``ignore_index`` targets count for
+    nothing ('mean' divides by the others; if all are ignored the loss is 0), and
+    ``label_smoothing`` mixes the target with the uniform distribution."""
+    ops = ops_of(input, target)
+    xp = ops.namespace
+    if reduction not in _REDUCTIONS:
+        raise ValueError(
+            f"cross_entropy: reduction must be one of {_REDUCTIONS}, not {reduction!r}"
+        )
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if input.ndim < 2:
+        raise ValueError(f"cross_entropy: input must be (N, C, ...), got shape {input.shape}")
+    target = xp.asarray(target)
+    if not xp.isdtype(target.dtype, "integral"):
+        raise TypeError(
+            f"cross_entropy: targets must be integers (class indices), got {target.dtype}"
+        )
+    expected = (input.shape[0],) + tuple(input.shape[2:])
+    if tuple(target.shape) != expected:
+        raise ValueError(
+            f"cross_entropy: target shape {tuple(target.shape)} doesn't match input "
+            f"{tuple(input.shape)} (expected {expected})"
+        )
+    c = input.shape[1]
+    bad = (target != ignore_index) & ((target < 0) | (target >= c))
+    if bool(xp.any(bad)):
+        raise IndexError(f"cross_entropy: target out of range: classes are 0..{c - 1}")
+    return ops.nn.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
+                                label_smoothing=float(label_smoothing))  # fmt: skip
+
+
+# -- mean squared error -----------------------------------------------------------
+def _mse_rule(xp, g, ans, input, target, *, reduction):
+    d = input - target
+    gd = 2 * _unreduce(xp, g, tuple(xp.broadcast_arrays(input, target)[0].shape), reduction) * d
+    return gd, -gd
+
+
+defop(
+    "nn.mse_loss",
+    vjp=_mse_rule,
+    chapter=CH,
+    impl=lambda B: lambda input, target, *, reduction: _reduce(B, (input - target) ** 2, reduction),
+    doc="mean (or sum) of (input - target)^2",
+)
+
+
+def mse_loss(input, target, reduction="mean"):
+    """(input - target)^2, reduced by 'mean' (default), 'sum' or 'none'."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"mse_loss: reduction must be one of {_REDUCTIONS}, not {reduction!r}")
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(
+            f"mse_loss: input shape {tuple(input.shape)} != target {tuple(target.shape)}"
+        )
+    return ops_of(input, target).nn.mse_loss(input, target, reduction=reduction)
+
+
+# -- binary cross-entropy with logits ---------------------------------------------
+def _bce_elements(xp, x, y, weight, pos_weight):
+    """(1 - y) x + (1 + (p - 1) y) softplus(-x), times weight (torch's stable form)."""
+    sp = _log1p_exp(xp, -x)
+    coef = 1 + (pos_weight - 1) * y if pos_weight is not None else 1
+    loss = (1 - y) * x + coef * sp
+    return loss if weight is None else loss * weight
+
+
+def _bce_rule(xp, g, ans, x, y, weight, pos_weight, *, reduction):
+    shape = tuple(
+        xp.broadcast_arrays(*[a for a in (x, y, weight, pos_weight) if a is not None])[0].shape
+    )
+    ge = _unreduce(xp, g, shape, reduction)
+    w = ge if weight is None else ge * weight
+    sp = _log1p_exp(xp, -x)
+    p1 = 0 if pos_weight is None else pos_weight - 1
+    coef = 1 + p1 * y
+    gx = w * ((1 - y) - coef * _sigmoid(xp, -x))
+    gy = w * (-x + p1 * sp)
+    gw = None if weight is None else ge * _bce_elements(xp, x, y, None, pos_weight)
+    gp = None if pos_weight is None else w * y * sp
+    return gx, gy, gw, gp
+
+
+defop(
+    "nn.binary_cross_entropy_with_logits",
+    vjp=_bce_rule,
+    chapter=CH,
+    impl=lambda B: (
+        lambda x, y, weight, pos_weight, *, reduction: _reduce(
+            B, _bce_elements(B, x, y, weight, pos_weight), reduction
+        )
+    ),
+    doc="binary cross-entropy of sigmoid(x) against y, in the stable softplus form",
+)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """-[p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] * weight, p = ``pos_weight``
+    (broadcast over the last axis as torch), reduced by 'mean', 'sum' or 'none'."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(
+            f"binary_cross_entropy_with_logits: reduction must be one of {_REDUCTIONS}, "
+            f"not {reduction!r}"
+        )
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(
+            f"binary_cross_entropy_with_logits: input shape {tuple(input.shape)} != target "
+            f"{tuple(target.shape)}"
+        )
+    ops = ops_of(input, target, weight, pos_weight)
+    return ops.nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight,
+                                                   reduction=reduction)  # fmt: skip

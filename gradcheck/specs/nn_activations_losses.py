@@ -59,3 +59,50 @@ spec("nn.logsumexp", lambda rng: [
     Sample((_in(rng, (2, 3, 4)) * 2,), lambda xp, a, ax=ax, k=k: F.logsumexp(a, axis=ax, keepdims=k), f"axis={ax}, keepdims={k}")
     for ax in (None, 1, (0, 2)) for k in (False, True)
 ])  # fmt: skip
+
+
+def _ce_samples(rng):
+    t1 = np.array([1, 4, -100, 0])
+    t2 = np.array([[0, 2, 1], [2, -100, 0]])
+    out = []
+    for red in ("mean", "sum", "none"):
+        for ls in (0.0, 0.1):
+            out.append(
+                Sample(
+                    (_in(rng, (4, 5)) * 2,),
+                    lambda xp, a, red=red, ls=ls: F.cross_entropy(
+                        a, xp.asarray(t1), reduction=red, label_smoothing=ls
+                    ),
+                    f"(N, C), {red}, smoothing {ls}",
+                )
+            )
+    out.append(
+        Sample(
+            (_in(rng, (2, 3, 3)) * 2,),
+            lambda xp, a: F.cross_entropy(a, xp.asarray(t2)),
+            "(N, C, d), ignore_index",
+        )
+    )
+    return out
+
+
+spec("nn.cross_entropy", _ce_samples)
+spec("nn.mse_loss", lambda rng: [
+    Sample((_in(rng, (2, 3)), _in(rng, (2, 3))), lambda xp, a, b, r=r: F.mse_loss(a, b, reduction=r), f"reduction={r}")
+    for r in ("mean", "sum", "none")
+])  # fmt: skip
+
+
+def _bce_samples(rng):
+    out = []
+    for red in ("mean", "sum", "none"):
+        out.append(Sample((_in(rng, (2, 3)) * 3, _in(rng, (2, 3), 0.0, 1.0)),
+                          lambda xp, x, y, red=red: F.binary_cross_entropy_with_logits(x, y, reduction=red),
+                          f"reduction={red}"))  # fmt: skip
+    out.append(Sample((_in(rng, (2, 3)) * 3, _in(rng, (2, 3), 0.0, 1.0), _in(rng, (2, 3), 0.5, 2.0), _in(rng, (3,), 0.5, 3.0)),
+                      lambda xp, x, y, w, p: F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=p),
+                      "weight and pos_weight"))  # fmt: skip
+    return out
+
+
+spec("nn.binary_cross_entropy_with_logits", _bce_samples)

@@ -48,3 +48,21 @@ def own(xp, x):
     """``x`` as an array nothing else refers to (a leaf's ``.grad`` must not alias
     another gradient or a read-only broadcast view). Without a way to tell, copy."""
     return xp.asarray(x, copy=True)
+
+
+_rng = None
+
+
+def bernoulli(xp, shape, keep, seed=None):
+    """A host (NumPy) array of 0.0 and 1.0, 1 with probability ``keep``. The standard
+    has no random numbers; callers move the result to their device once."""
+    import numpy as np
+
+    global _rng
+    if seed is None:
+        if _rng is None:
+            _rng = np.random.default_rng()
+        gen = _rng
+    else:
+        gen = np.random.default_rng(seed)
+    return (gen.random(shape) < keep).astype(np.float64)

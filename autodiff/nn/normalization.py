@@ -1,5 +1,148 @@
-"""(to be written)"""
+"""Layer normalization, embedding lookup and dropout: one registered op each."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ..registry import defop
+from ._dispatch import ops_of
+
+__all__ = ["layer_norm", "embedding", "dropout"]
+
+CH = "nn.normalization"
+
+
+# -- layer norm ---------------------------------------------------------------------
+def _normalized(xp, x, k, eps):
+    """(x - mean) / sqrt(var + eps) over the last ``k`` axes, and 1 / sqrt(var + eps)."""
+    axes = tuple(range(x.ndim - k, x.ndim))
+    centered = x - xp.mean(x, axis=axes, keepdims=True)
+    rstd = 1 / xp.sqrt(xp.mean(centered * centered, axis=axes, keepdims=True) + eps)
+    return centered * rstd, rstd, axes
+
+
+def _layer_norm(xp, x, weight, bias, k, eps):
+    y, _, _ = _normalized(xp, x, k, eps)
+    if weight is not None:
+        y = y * weight
+    return y if bias is None else y + bias
+
+
+def _layer_norm_rule(xp, g, ans, x, weight, bias, *, k, eps):
+    """dx = rstd (gh - mean(gh) - xhat mean(gh xhat)), gh = g w; dw = g xhat, db = g
+    (summed over the leading axes by the graph)."""
+    xhat, rstd, axes = _normalized(xp, x, k, eps)
+    gh = g if weight is None else g * weight
+    mean_g = xp.mean(gh, axis=axes, keepdims=True)
+    mean_gx = xp.mean(gh * xhat, axis=axes, keepdims=True)
+    gx = rstd * (gh - mean_g - xhat * mean_gx)
+    return gx, (None if weight is None else g * xhat), (None if bias is None else g)
+
+
+defop(
+    "nn.layer_norm",
+    vjp=_layer_norm_rule,
+    chapter=CH,
+    impl=lambda B: lambda x, w, b, *, k, eps: _layer_norm(B, x, w, b, k, eps),
+    saves=(0, 1),
+    doc="(x - mean) / sqrt(var + eps) * weight + bias over the trailing axes",
+)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the trailing ``normalized_shape`` axes (biased variance, as
+    torch), then scale by ``weight`` and shift by ``bias`` (both of that shape)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or tuple(input.shape[input.ndim - k :]) != shape:
+        raise ValueError(
+            f"layer_norm: normalized_shape {shape} doesn't match the trailing axes of the "
+            f"input, shape {tuple(input.shape)}"
+        )
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != shape:
+            raise ValueError(f"layer_norm: {name} has shape {tuple(p.shape)}, expected {shape}")
+    return ops_of(input, weight, bias).nn.layer_norm(input, weight, bias, k=k, eps=float(eps))
+
+
+# -- embedding ----------------------------------------------------------------------
+def _embedding(B, weight, indices):
+    flat = B.take(weight, B.reshape(indices, (-1,)), axis=0)
+    return B.reshape(flat, tuple(indices.shape) + (weight.shape[1],))
+
+
+def _embedding_rule(xp, g, ans, weight, indices, *, padding_idx):
+    """Scatter-add the rows of g into the used rows (duplicates accumulate);
+    the padding row gets nothing."""
+    idx = xp.reshape(indices, (-1,))
+    rows = xp.reshape(g, (-1, weight.shape[1]))
+    if padding_idx is not None:
+        rows = xp.where(xp.expand_dims(idx != padding_idx, axis=1), rows, xp.zeros_like(rows))
+    z = xp.zeros(weight.shape, dtype=g.dtype, device=g.device)
+    return xp.index_add(z, idx, rows, axis=0)
+
+
+defop(
+    "nn.embedding",
+    _embedding_rule,
+    None,
+    chapter=CH,
+    impl=lambda B: lambda weight, indices, *, padding_idx: _embedding(B, weight, indices),
+    saves=(1,),
+    doc="rows of weight at integer indices; duplicates accumulate in the gradient",
+)
+
+
+def embedding(input, weight, padding_idx=None):
+    """``weight[input]``: rows of the (num_embeddings, dim) ``weight`` at the integer
+    indices ``input`` (any shape); ``padding_idx``'s row gets no gradient (as torch)."""
+    ops = ops_of(weight, input)
+    xp = ops.namespace
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, dim), got {weight.shape}")
+    input = xp.asarray(input)
+    if not xp.isdtype(input.dtype, "integral"):
+        raise TypeError(f"embedding: indices must be integers, got {input.dtype}")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise ValueError(f"embedding: padding_idx {padding_idx} out of range for {n} rows")
+        padding_idx %= n
+    if bool(xp.any((input < 0) | (input >= n))):
+        raise IndexError(f"embedding: index out of range: rows are 0..{n - 1}")
+    return ops.nn.embedding(weight, input, padding_idx=padding_idx)
+
+
+# -- dropout --------------------------------------------------------------------------
+def _dropout_rule(xp, g, ans, x, scale):
+    return g * scale
+
+
+defop(
+    "nn.dropout",
+    _dropout_rule,
+    None,
+    chapter=CH,
+    impl=lambda B: lambda x, scale: x * scale,
+    saves=(1,),
+    doc="x times a saved mask of 0 and 1 / (1 - p)",
+)
+
+
+def dropout(input, p=0.5, training=True, seed=None):
+    """Zero each element with probability ``p`` and scale the rest by 1 / (1 - p)
+    (inverted dropout); the identity when not ``training`` or ``p == 0``.
+
+    ``seed`` (an int) makes the mask reproducible; without it each call draws a
+    new one. The standard has no random numbers: the mask is drawn by NumPy on the
+    host and moved to the input's device once (a host-to-device copy, never back).
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return input
+    ops = ops_of(input)
+    xp = ops.namespace
+    keep = ops._B.bernoulli(tuple(input.shape), 1.0 - p, seed)
+    scale = xp.asarray(keep, dtype=input.dtype, device=input.device)
+    if p < 1.0:
+        scale = scale * (1.0 / (1.0 - p))
+    return ops.nn.dropout(input, scale)

@@ -1,5 +1,147 @@
-"""(to be written)"""
+"""Rotary position embedding and scaled dot-product attention, one registered op
+each with a fused rule."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+from ..registry import defop
+from ._dispatch import constant, ops_of
+from .activations import _softmax
+
+__all__ = ["rope", "scaled_dot_product_attention"]
+
+CH = "nn.attention"
+
+
+# -- rotary position embedding ----------------------------------------------------------
+def _angles(xp, x, positions, base):
+    """cos and sin of positions * base**(-2i/dim), shape (..., seq, dim/2)."""
+    half = x.shape[-1] // 2
+    seq = x.shape[-2]
+    if positions is None:
+        positions = xp.arange(seq, device=x.device)
+    pos = xp.astype(constant(positions), x.dtype)
+    inv = base ** (-2.0 * xp.astype(xp.arange(half, device=x.device), x.dtype) / x.shape[-1])
+    theta = xp.expand_dims(pos, axis=-1) * inv
+    return xp.cos(theta), xp.sin(theta)
+
+
+def _rotate(xp, x, cos, sin, interleaved):
+    """Turn each feature pair by the angle whose cos and sin are given."""
+    half = x.shape[-1] // 2
+    if interleaved:
+        pairs = xp.reshape(x, tuple(x.shape[:-1]) + (half, 2))
+        a, b = pairs[..., 0], pairs[..., 1]
+        out = xp.stack([a * cos - b * sin, a * sin + b * cos], axis=-1)
+        return xp.reshape(out, x.shape)
+    a, b = x[..., :half], x[..., half:]
+    return xp.concat([a * cos - b * sin, a * sin + b * cos], axis=-1)
+
+
+def _rope_rule(xp, g, ans, x, positions, *, base, interleaved):
+    cos, sin = _angles(xp, x, positions, base)
+    return _rotate(xp, g, cos, -sin, interleaved)  # the inverse rotation
+
+
+defop(
+    "nn.rope",
+    _rope_rule,
+    None,
+    chapter=CH,
+    impl=lambda B: (
+        lambda x, positions, *, base, interleaved: _rotate(
+            B, x, *_angles(B, x, positions, base), interleaved
+        )
+    ),
+    saves=(1,),
+    doc="rotary position embedding; its VJP is the inverse rotation",
+)
+
+
+def rope(x, positions=None, base=10000.0, interleaved=False):
+    """Rotary position embedding over the last axis of ``x`` (..., seq, dim), dim even.
+
+    Pair i turns by ``positions * base**(-2i/dim)`` (positions default to
+    ``arange(seq)``; any integers, broadcast against (..., seq)). Split-half pairs
+    feature i with i + dim/2 (rotate-half); ``interleaved=True`` pairs 2i with 2i+1.
+    """
+    if x.ndim < 2 or x.shape[-1] % 2:
+        raise ValueError(f"rope: x must be (..., seq, dim) with an even dim, got {tuple(x.shape)}")
+    ops = ops_of(x)
+    if positions is not None:
+        positions = ops.namespace.asarray(positions)
+        if positions.shape[-1] != x.shape[-2]:
+            raise ValueError(
+                f"rope: {positions.shape[-1]} positions for a sequence of {x.shape[-2]}"
+            )
+    return ops.nn.rope(x, positions, base=float(base), interleaved=bool(interleaved))
+
+
+# -- scaled dot-product attention ------------------------------------------------------------
+def _scores(xp, q, k, mask, is_causal, scale):
+    s = (q @ xp.matrix_transpose(k)) * scale
+    if is_causal:
+        L, S = s.shape[-2], s.shape[-1]
+        causal = xp.tril(xp.ones((L, S), dtype=xp.bool, device=s.device))
+        s = xp.where(causal, s, xp.full_like(s, -math.inf))
+    if mask is not None:
+        if mask.dtype == xp.bool:
+            s = xp.where(mask, s, xp.full_like(s, -math.inf))
+        else:
+            s = s + mask
+    return s
+
+
+def _sdpa(xp, q, k, v, mask, is_causal, scale):
+    return _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1) @ v
+
+
+def _sdpa_rule(xp, g, ans, q, k, v, mask, *, is_causal, scale):
+    a = _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1)
+    da = g @ xp.matrix_transpose(v)
+    ds = a * (da - xp.sum(da * a, axis=-1, keepdims=True))
+    dq = (ds @ k) * scale
+    dk = (xp.matrix_transpose(ds) @ q) * scale
+    dv = xp.matrix_transpose(a) @ g
+    dmask = None if mask is None or mask.dtype == xp.bool else ds
+    return dq, dk, dv, dmask
+
+
+defop(
+    "nn.scaled_dot_product_attention",
+    vjp=_sdpa_rule,
+    chapter=CH,
+    impl=lambda B: (
+        lambda q, k, v, mask, *, is_causal, scale: _sdpa(B, q, k, v, mask, is_causal, scale)
+    ),
+    doc="softmax(q k^T * scale + mask) v",
+)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None):  # fmt: skip
+    """softmax(q k^T * scale + mask) v, as torch: ``attn_mask`` boolean (True = attend)
+    or float (added); ``is_causal`` masks j > i; ``scale`` defaults to 1/sqrt(E).
+    A query row that may attend to nothing gives zeros (torch gives NaN)."""
+    if dropout_p:
+        raise NotImplementedError(
+            "scaled_dot_product_attention: dropout_p > 0 is not supported; apply "
+            "F.dropout to the output or use dropout_p=0"
+        )
+    if query.ndim < 2 or key.ndim != query.ndim or value.ndim != query.ndim:
+        raise ValueError(
+            "scaled_dot_product_attention: query, key and value must have the same number "
+            f"of axes (..., L, E), got {tuple(query.shape)}, {tuple(key.shape)}, "
+            f"{tuple(value.shape)}"
+        )
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            "scaled_dot_product_attention: query (..., L, E), key (..., S, E) and value "
+            f"(..., S, Ev) don't fit: {tuple(query.shape)}, {tuple(key.shape)}, "
+            f"{tuple(value.shape)}"
+        )
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    ops = ops_of(query, key, value)
+    return ops.nn.scaled_dot_product_attention(query, key, value, attn_mask,
+                                               is_causal=bool(is_causal), scale=scale)  # fmt: skip

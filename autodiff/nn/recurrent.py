@@ -1,5 +1,201 @@
-"""(to be written)"""
+"""Recurrent cells (one time step each): GRU and LSTM with PyTorch's formulas,
+weight layouts and gate orders, and the gated memory cell of DESIGN.md.
+Each is one registered op whose fused rule recomputes the gates from the saved
+inputs (nothing but the inputs is kept between forward and backward)."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ..registry import defop
+from ._dispatch import ops_of
+from .activations import _sigmoid
+
+__all__ = ["gru_cell", "lstm_cell", "gated_memory_cell"]
+
+CH = "nn.recurrent"
+
+
+def _affine(xp, a, w, b):
+    """a @ w^T (+ b): torch's (out, in) weight layout."""
+    y = a @ xp.matrix_transpose(w)
+    return y if b is None else y + b
+
+
+def _batched(xp, *arrays):
+    """Promote 1-D (unbatched) inputs to one-row batches."""
+    return [a if a is None or a.ndim != 1 else xp.expand_dims(a, axis=0) for a in arrays]
+
+
+def _weight_grad(xp, d, a):
+    """The gradient of W in a @ W^T: d^T @ a, summed over the batch."""
+    return xp.matrix_transpose(d) @ a
+
+
+def _split(xp, a, k):
+    n = a.shape[-1] // k
+    return [a[..., i * n : (i + 1) * n] for i in range(k)]
+
+
+# -- GRU -------------------------------------------------------------------------------
+def _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
+    gi = _affine(xp, x, w_ih, b_ih)
+    gh = _affine(xp, h, w_hh, b_hh)
+    (ir, iz, in_), (hr, hz, hn) = _split(xp, gi, 3), _split(xp, gh, 3)
+    r = _sigmoid(xp, ir + hr)
+    z = _sigmoid(xp, iz + hz)
+    n = xp.tanh(in_ + r * hn)
+    return r, z, n, hn
+
+
+def _gru(xp, x, h, w_ih, w_hh, b_ih, b_hh):
+    r, z, n, _ = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
+    return (1 - z) * n + z * h
+
+
+def _gru_rule(xp, g, ans, x, h, w_ih, w_hh, b_ih, b_hh):
+    unbatched = x.ndim == 1
+    x, h, g = _batched(xp, x, h, g)
+    r, z, n, hn = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
+    dpre_n = g * (1 - z) * (1 - n * n)
+    dpre_r = dpre_n * hn * r * (1 - r)
+    dpre_z = g * (h - n) * z * (1 - z)
+    dgi = xp.concat([dpre_r, dpre_z, dpre_n], axis=-1)
+    dgh = xp.concat([dpre_r, dpre_z, dpre_n * r], axis=-1)
+    dx = dgi @ w_ih
+    dh = dgh @ w_hh + g * z
+    grads = [dx, dh, _weight_grad(xp, dgi, x), _weight_grad(xp, dgh, h),
+             None if b_ih is None else dgi, None if b_hh is None else dgh]  # fmt: skip
+    if unbatched:
+        grads[0], grads[1] = dx[0, ...], dh[0, ...]
+    return grads
+
+
+defop(
+    "nn.gru_cell",
+    vjp=_gru_rule,
+    chapter=CH,
+    impl=lambda B: lambda *a: _gru(B, *a),
+    doc="one GRU step: torch's formula, b_hn inside r * (W_hn h + b_hn)",
+)
+
+
+def _check_cell(name, x, h, w_ih, w_hh, b_ih, b_hh, gates):
+    hidden = h.shape[-1]
+    n_in = x.shape[-1]
+    for label, arr, shape in (
+        ("w_ih", w_ih, (gates * hidden, n_in)), ("w_hh", w_hh, (gates * hidden, hidden)),
+        ("b_ih", b_ih, (gates * hidden,)), ("b_hh", b_hh, (gates * hidden,)),
+    ):  # fmt: skip
+        if arr is not None and tuple(arr.shape) != shape:
+            raise ValueError(f"{name}: {label} has shape {tuple(arr.shape)}, expected {shape}")
+    if x.ndim not in (1, 2) or h.ndim != x.ndim or (x.ndim == 2 and x.shape[0] != h.shape[0]):
+        raise ValueError(
+            f"{name}: input {tuple(x.shape)} and hidden state {tuple(h.shape)} must be "
+            "(N, in) and (N, hidden), or unbatched (in,) and (hidden,)"
+        )
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step (torch's formula): r, z, n gates from weights (3H, in) and (3H, H)."""
+    _check_cell("gru_cell", input, hx, w_ih, w_hh, b_ih, b_hh, 3)
+    return ops_of(input, hx, w_ih).nn.gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+# -- LSTM ------------------------------------------------------------------------------
+def _lstm_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
+    gates = _affine(xp, x, w_ih, b_ih) + _affine(xp, h, w_hh, b_hh)
+    i, f, g, o = _split(xp, gates, 4)
+    return _sigmoid(xp, i), _sigmoid(xp, f), xp.tanh(g), _sigmoid(xp, o)
+
+
+def _lstm(xp, x, h, c, w_ih, w_hh, b_ih, b_hh):
+    i, f, g, o = _lstm_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
+    c_next = f * c + i * g
+    return o * xp.tanh(c_next), c_next
+
+
+def _lstm_rule(xp, gs, ans, x, h, c, w_ih, w_hh, b_ih, b_hh):
+    unbatched = x.ndim == 1
+    gh, gc = gs
+    x, h, c, gh, gc = _batched(xp, x, h, c, gh, gc)
+    i, f, g, o = _lstm_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
+    tc = xp.tanh(f * c + i * g)
+    dc_next = gc + gh * o * (1 - tc * tc)
+    dpre = xp.concat(
+        [dc_next * g * i * (1 - i), dc_next * c * f * (1 - f), dc_next * i * (1 - g * g),
+         gh * tc * o * (1 - o)], axis=-1,
+    )  # fmt: skip
+    dx, dh, dc = dpre @ w_ih, dpre @ w_hh, dc_next * f
+    if unbatched:
+        dx, dh, dc = dx[0, ...], dh[0, ...], dc[0, ...]
+    return (dx, dh, dc, _weight_grad(xp, dpre, x), _weight_grad(xp, dpre, h),
+            None if b_ih is None else dpre, None if b_hh is None else dpre)  # fmt: skip
+
+
+defop(
+    "nn.lstm_cell",
+    vjp=_lstm_rule,
+    chapter=CH,
+    impl=lambda B: lambda *a: _lstm(B, *a),
+    nout=2,
+    doc="one LSTM step: gates i, f, g, o (torch's order); returns (h_next, c_next)",
+)
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One LSTM step (torch's formula): ``hx = (h, c)``, weights (4H, in) and (4H, H);
+    returns ``(h_next, c_next)``."""
+    h, c = hx
+    _check_cell("lstm_cell", input, h, w_ih, w_hh, b_ih, b_hh, 4)
+    if tuple(c.shape) != tuple(h.shape):
+        raise ValueError(f"lstm_cell: cell state {tuple(c.shape)} != hidden state {tuple(h.shape)}")
+    return ops_of(input, h, w_ih).nn.lstm_cell(input, h, c, w_ih, w_hh, b_ih, b_hh)
+
+
+# -- gated memory cell -----------------------------------------------------------------
+def _gmc_parts(xp, m, x, w_z, w_c, b_z, b_c):
+    u = xp.concat([m, x], axis=-1)
+    pz, pc = u @ w_z, u @ w_c
+    z = _sigmoid(xp, pz if b_z is None else pz + b_z)
+    c = xp.tanh(pc if b_c is None else pc + b_c)
+    return u, z, c
+
+
+def _gmc(xp, m, x, w_z, w_c, b_z, b_c):
+    _, z, c = _gmc_parts(xp, m, x, w_z, w_c, b_z, b_c)
+    return (1 - z) * m + z * c
+
+
+def _gmc_rule(xp, g, ans, m, x, w_z, w_c, b_z, b_c):
+    u, z, c = _gmc_parts(xp, m, x, w_z, w_c, b_z, b_c)
+    dpz = g * (c - m) * z * (1 - z)
+    dpc = g * z * (1 - c * c)
+    du = dpz @ xp.matrix_transpose(w_z) + dpc @ xp.matrix_transpose(w_c)
+    k = m.shape[-1]
+    ut = xp.matrix_transpose(u) if u.ndim > 1 else xp.expand_dims(u, axis=-1)
+    wz = ut @ (dpz if u.ndim > 1 else xp.expand_dims(dpz, axis=0))
+    wc = ut @ (dpc if u.ndim > 1 else xp.expand_dims(dpc, axis=0))
+    return (du[..., :k] + g * (1 - z), du[..., k:], wz, wc,
+            None if b_z is None else dpz, None if b_c is None else dpc)  # fmt: skip
+
+
+defop(
+    "nn.gated_memory_cell",
+    vjp=_gmc_rule,
+    chapter=CH,
+    impl=lambda B: lambda *a: _gmc(B, *a),
+    doc="m_next = (1 - z) m + z c with z = sigmoid(u W_z + b_z), c = tanh(u W_c + b_c)",
+)
+
+
+def gated_memory_cell(m, x, w_z, w_c, b_z=None, b_c=None):
+    """One step of the gated memory cell: u = concat([m, x]); z = sigmoid(u @ w_z + b_z);
+    c = tanh(u @ w_c + b_c); m_next = (1 - z) * m + z * c. A convex update: |m| <= 1
+    stays so, whatever the weights."""
+    k = m.shape[-1] + x.shape[-1]
+    for label, w in (("w_z", w_z), ("w_c", w_c)):
+        if tuple(w.shape) != (k, m.shape[-1]):
+            raise ValueError(
+                f"gated_memory_cell: {label} has shape {tuple(w.shape)}, expected "
+                f"{(k, m.shape[-1])} (M + X, M)"
+            )
+    return ops_of(m, x, w_z).nn.gated_memory_cell(m, x, w_z, w_c, b_z, b_c)

@@ -19,7 +19,7 @@ from . import generic
 
 __all__ = ["Backend", "resolve", "KERNELS"]
 
-KERNELS = ("index_add", "own", "bernoulli")
+KERNELS = ("index_add", "own", "bernoulli", "pad2d", "windows2d", "col2im2d")
 
 # Module of fast paths, by the name of the canonical (array-api-compat) namespace.
 _FAST = {

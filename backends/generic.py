@@ -66,3 +66,43 @@ def bernoulli(xp, shape, keep, seed=None):
     else:
         gen = np.random.default_rng(seed)
     return (gen.random(shape) < keep).astype(np.float64)
+
+
+def pad2d(xp, x, pads, value=0.0):
+    """Pad the last two axes: ``pads = (top, bottom, left, right)``, filled with ``value``."""
+    top, bottom, left, right = pads
+    h, w = x.shape[-2], x.shape[-1]
+    shape = tuple(x.shape[:-2]) + (h + top + bottom, w + left + right)
+    out = xp.full(shape, value, dtype=x.dtype, device=getattr(x, "device", None))
+    out[..., top : top + h, left : left + w] = x
+    return out
+
+
+def _offset(i, d, s, n):
+    """The rows a kernel offset ``i`` reads for ``n`` outputs (stride s, dilation d)."""
+    return slice(i * d, i * d + (n - 1) * s + 1, s)
+
+
+def windows2d(xp, x, kernel, stride, dilation, out):
+    """Sliding windows of the last two axes: (..., kh, kw, oh, ow), one strided
+    slice per kernel offset (the loop is over kh * kw, never over pixels)."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out
+    rows = [
+        x[..., _offset(i, dh, sh, oh), _offset(j, dw, sw, ow)] for i in range(kh) for j in range(kw)
+    ]
+    stacked = xp.stack(rows, axis=-3)
+    return xp.reshape(stacked, tuple(x.shape[:-2]) + (kh, kw, oh, ow))
+
+
+def col2im2d(xp, cols, size, stride, dilation):
+    """The adjoint of ``windows2d``: add every window back where it was read,
+    into an array whose last two axes have ``size``."""
+    kh, kw, oh, ow = cols.shape[-4:]
+    (sh, sw), (dh, dw) = stride, dilation
+    out = xp.zeros(tuple(cols.shape[:-4]) + tuple(size), dtype=cols.dtype,
+                   device=getattr(cols, "device", None))  # fmt: skip
+    for i in range(kh):
+        for j in range(kw):
+            key = (..., _offset(i, dh, sh, oh), _offset(j, dw, sw, ow))
+            out[key] = out[key] + cols[..., i, j, :, :]
+    return out

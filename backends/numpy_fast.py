@@ -22,3 +22,32 @@ def own(xp, x):
     if x.base is None and x.flags.writeable:
         return x
     return np.array(x, copy=True)
+
+
+def pad2d(xp, x, pads, value=0.0):
+    """``numpy.pad`` of the last two axes with a constant."""
+    top, bottom, left, right = pads
+    width = [(0, 0)] * (x.ndim - 2) + [(top, bottom), (left, right)]
+    return np.pad(x, width, constant_values=value)
+
+
+def windows2d(xp, x, kernel, stride, dilation, out):
+    """Sliding windows as a strided view (no copy): (..., kh, kw, oh, ow)."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    v = np.lib.stride_tricks.sliding_window_view(x, span, axis=(-2, -1))
+    v = v[..., : (oh - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw, ::dh, ::dw]
+    return np.moveaxis(v, (-2, -1), (-4, -3))
+
+
+def col2im2d(xp, cols, size, stride, dilation):
+    """Adjoint of ``windows2d``: in-place adds of each kernel offset's plane."""
+    kh, kw, oh, ow = cols.shape[-4:]
+    (sh, sw), (dh, dw) = stride, dilation
+    out = np.zeros(cols.shape[:-4] + tuple(size), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            view = out[..., i * dh : i * dh + (oh - 1) * sh + 1 : sh,
+                       j * dw : j * dw + (ow - 1) * sw + 1 : sw]  # fmt: skip
+            view += cols[..., i, j, :, :]
+    return out

@@ -1,5 +1,243 @@
-"""(to be written)"""
+"""2-D convolution and transposed convolution (NCHW, torch's weight layouts), and
+the window kernels they (and pooling) are written with.
+
+A convolution is windows (im2col) then one batched matmul per group; its rule
+is the transposed matmuls and ``col2im2d`` (the windows' adjoint). The kernels
+``pad2d``, ``windows2d`` and ``col2im2d`` come from ``backends/`` (strided views
+on NumPy, strided slices elsewhere) and are registered ops themselves, so the
+rules are differentiated again under ``create_graph``.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ..registry import defop
+from ._dispatch import ops_of
+
+__all__ = ["conv2d", "conv_transpose2d"]
+
+CH = "nn.conv"
+
+
+# -- kernels as differentiable ops ------------------------------------------------------
+def _crop(xp, g, pads, size):
+    top, _, left, _ = pads
+    return g[..., top : top + size[0], left : left + size[1]]
+
+
+defop(
+    "pad2d",
+    lambda xp, g, ans, x, *, pads, value=0.0: _crop(xp, g, pads, x.shape[-2:]),
+    chapter="kernels",
+    impl=lambda B: lambda x, *, pads, value=0.0: B.pad2d(x, pads, value),
+    saves=(),
+    doc="pad the last two axes (top, bottom, left, right) with a constant",
+)
+defop(
+    "windows2d",
+    lambda xp, g, ans, x, *, kernel, stride, dilation, out: xp.col2im2d(
+        g, size=tuple(x.shape[-2:]), stride=stride, dilation=dilation
+    ),
+    chapter="kernels",
+    impl=lambda B: (
+        lambda x, *, kernel, stride, dilation, out: B.windows2d(x, kernel, stride, dilation, out)
+    ),
+    saves=(),
+    doc="sliding windows of the last two axes: (..., kh, kw, oh, ow)",
+)
+defop(
+    "col2im2d",
+    lambda xp, g, ans, cols, *, size, stride, dilation: xp.windows2d(
+        g, kernel=tuple(cols.shape[-4:-2]), stride=stride, dilation=dilation,
+        out=tuple(cols.shape[-2:]),
+    ),
+    chapter="kernels",
+    impl=lambda B: lambda cols, *, size, stride, dilation: B.col2im2d(cols, size, stride, dilation),
+    saves=(),
+    doc="add windows (..., kh, kw, oh, ow) back into an array of spatial size",
+)  # fmt: skip
+
+
+# -- geometry ------------------------------------------------------------------------------
+def pair(v, name, what):
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    if len(v) != 2 or not all(isinstance(i, int) for i in v):
+        raise ValueError(f"{name}: {what} must be an int or a pair of ints, got {v!r}")
+    return v
+
+
+def out_size(size, kernel, stride, pads, dilation):
+    return tuple(
+        (n + p0 + p1 - d * (k - 1) - 1) // s + 1
+        for n, k, s, (p0, p1), d in zip(size, kernel, stride, (pads[:2], pads[2:]), dilation)
+    )
+
+
+# -- conv2d --------------------------------------------------------------------------------------
+def _patches(xp, x, kernel, stride, pads, dilation, groups):
+    """(N, groups, C/groups * kh * kw, oh * ow) windows of the padded input, and (oh, ow)."""
+    xpad = xp.pad2d(x, pads=pads) if any(pads) else x
+    out = out_size(x.shape[-2:], kernel, stride, pads, dilation)
+    p = xp.windows2d(xpad, kernel=kernel, stride=stride, dilation=dilation, out=out)
+    n, c = x.shape[0], x.shape[1]
+    return xp.reshape(p, (n, groups, c // groups * kernel[0] * kernel[1], out[0] * out[1])), out
+
+
+def _conv2d(xp, x, w, b, *, stride, pads, dilation, groups):
+    o = w.shape[0]
+    p, out = _patches(xp, x, tuple(w.shape[2:]), stride, pads, dilation, groups)
+    wm = xp.reshape(w, (groups, o // groups, -1))
+    y = xp.reshape(wm @ p, (x.shape[0], o) + out)
+    return y if b is None else y + xp.reshape(b, (1, o, 1, 1))
+
+
+def _weight_grad(xp, gm, p, groups):
+    """sum over the batch of G @ P^T, per group: (groups, O/groups, K)."""
+    if groups == 1:
+        return xp.expand_dims(
+            xp.tensordot(gm[:, 0, ...], p[:, 0, ...], axes=([0, 2], [0, 2])), axis=0
+        )
+    return xp.sum(gm @ xp.matrix_transpose(p), axis=0)
+
+
+def _conv2d_rule(xp, g, ans, x, w, b, *, stride, pads, dilation, groups):
+    n, c, h, wd = x.shape
+    o, kernel = w.shape[0], tuple(w.shape[2:])
+    p, out = _patches(xp, x, kernel, stride, pads, dilation, groups)
+    gm = xp.reshape(g, (n, groups, o // groups, out[0] * out[1]))
+    wm = xp.reshape(w, (groups, o // groups, -1))
+    dw = xp.reshape(_weight_grad(xp, gm, p, groups), tuple(w.shape))
+    dp = xp.reshape(xp.matrix_transpose(wm) @ gm, (n, c) + kernel + out)
+    size = (h + pads[0] + pads[1], wd + pads[2] + pads[3])
+    dx = xp.col2im2d(dp, size=size, stride=stride, dilation=dilation)
+    if any(pads):
+        dx = _crop(xp, dx, pads, (h, wd))
+    db = None if b is None else xp.sum(g, axis=(0, 2, 3))
+    return dx, dw, db
+
+
+defop(
+    "nn.conv2d",
+    vjp=_conv2d_rule,
+    chapter=CH,
+    impl=lambda B: lambda x, w, b, **kw: _conv2d(B, x, w, b, **kw),
+    doc="2-D convolution (cross-correlation), NCHW, weight (O, C/groups, kh, kw)",
+)
+
+
+def _check(name, x, w, groups, in_axis, what):
+    if x.ndim != 4 or w.ndim != 4:
+        raise ValueError(
+            f"{name}: input and weight must be 4-D (N, C, H, W) and (O, C/groups, kh, kw), "
+            f"got {tuple(x.shape)} and {tuple(w.shape)}"
+        )
+    if groups < 1 or x.shape[1] % groups or w.shape[in_axis] * (groups if in_axis else 1) % groups:
+        raise ValueError(f"{name}: groups={groups} must divide the channels ({x.shape[1]})")
+    expected = w.shape[1] * groups if in_axis == 1 else w.shape[0]
+    if x.shape[1] != expected:
+        raise ValueError(f"{name}: expected {expected} input channels ({what}), got {x.shape[1]}")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution as torch: ``padding`` an int, a pair, "valid" or "same"."""
+    name = "conv2d"
+    _check(name, input, weight, groups, 1, "weight.shape[1] * groups")
+    if weight.shape[0] % groups:
+        raise ValueError(
+            f"{name}: groups={groups} must divide the output channels ({weight.shape[0]})"
+        )
+    stride, dilation = pair(stride, name, "stride"), pair(dilation, name, "dilation")
+    kernel = tuple(weight.shape[2:])
+    if padding == "valid":
+        pads = (0, 0, 0, 0)
+    elif padding == "same":
+        if stride != (1, 1):
+            raise ValueError(f"{name}: padding='same' needs stride 1, got {stride}")
+        th, tw = (d * (k - 1) for d, k in zip(dilation, kernel))
+        pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
+    else:
+        ph, pw = pair(padding, name, "padding")
+        pads = (ph, ph, pw, pw)
+    out = out_size(input.shape[-2:], kernel, stride, pads, dilation)
+    if min(out) < 1:
+        raise ValueError(
+            f"{name}: the window ({kernel} with dilation {dilation}) is larger than the "
+            f"padded input {tuple(input.shape[-2:])} + padding {pads}"
+        )
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ValueError(
+            f"{name}: bias has shape {tuple(bias.shape)}, expected ({weight.shape[0]},)"
+        )
+    return ops_of(input, weight).nn.conv2d(input, weight, bias, stride=stride, pads=pads,
+                                           dilation=dilation, groups=groups)  # fmt: skip
+
+
+# -- conv_transpose2d --------------------------------------------------------------------------
+def _full_size(size, kernel, stride, dilation, output_padding):
+    parts = zip(size, kernel, stride, dilation, output_padding)
+    return tuple((n - 1) * s + d * (k - 1) + 1 + op for n, k, s, d, op in parts)
+
+
+def _conv_transpose2d(xp, x, w, b, *, stride, padding, output_padding, dilation, groups):
+    n, c, h, wd = x.shape
+    cg, og = w.shape[0] // groups, w.shape[1]
+    kernel = tuple(w.shape[2:])
+    xm = xp.reshape(x, (n, groups, cg, h * wd))
+    wm = xp.reshape(w, (groups, cg, og * kernel[0] * kernel[1]))
+    cols = xp.reshape(xp.matrix_transpose(wm) @ xm, (n, og * groups) + kernel + (h, wd))
+    full = _full_size((h, wd), kernel, stride, dilation, output_padding)
+    y = xp.col2im2d(cols, size=full, stride=stride, dilation=dilation)
+    ph, pw = padding
+    y = y[..., ph : full[0] - ph, pw : full[1] - pw]
+    return y if b is None else y + xp.reshape(b, (1, -1, 1, 1))
+
+
+def _conv_transpose2d_rule(xp, g, ans, x, w, b, *, stride, padding, output_padding, dilation,
+                           groups):  # fmt: skip
+    n, c, h, wd = x.shape
+    cg, og = w.shape[0] // groups, w.shape[1]
+    kernel = tuple(w.shape[2:])
+    full = _full_size((h, wd), kernel, stride, dilation, output_padding)
+    ph, pw = padding
+    gfull = xp.pad2d(g, pads=(ph, full[0] - ph - g.shape[-2], pw, full[1] - pw - g.shape[-1]))
+    dcols = xp.windows2d(gfull, kernel=kernel, stride=stride, dilation=dilation, out=(h, wd))
+    dcols = xp.reshape(dcols, (n, groups, og * kernel[0] * kernel[1], h * wd))
+    xm = xp.reshape(x, (n, groups, cg, h * wd))
+    wm = xp.reshape(w, (groups, cg, -1))
+    dx = xp.reshape(wm @ dcols, tuple(x.shape))
+    dw = xp.reshape(_weight_grad(xp, xm, dcols, groups), tuple(w.shape))
+    db = None if b is None else xp.sum(g, axis=(0, 2, 3))
+    return dx, dw, db
+
+
+defop(
+    "nn.conv_transpose2d",
+    vjp=_conv_transpose2d_rule,
+    chapter=CH,
+    impl=lambda B: lambda x, w, b, **kw: _conv_transpose2d(B, x, w, b, **kw),
+    doc="transposed 2-D convolution, weight (C_in, C_out/groups, kh, kw)",
+)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):  # fmt: skip
+    """Transposed 2-D convolution as torch (the gradient of conv2d with respect to
+    its input): output size (H - 1) * stride - 2 * padding + dilation * (k - 1)
+    + output_padding + 1."""
+    name = "conv_transpose2d"
+    _check(name, input, weight, groups, 0, "weight.shape[0]")
+    stride, dilation = pair(stride, name, "stride"), pair(dilation, name, "dilation")
+    padding = pair(padding, name, "padding")
+    output_padding = pair(output_padding, name, "output_padding")
+    if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
+        raise ValueError(
+            f"{name}: output_padding {output_padding} must be smaller than stride or dilation"
+        )
+    full = _full_size(input.shape[-2:], tuple(weight.shape[2:]), stride, dilation, output_padding)
+    if any(f - 2 * p < 1 for f, p in zip(full, padding)):
+        raise ValueError(f"{name}: padding {padding} leaves no output")
+    return ops_of(input, weight).nn.conv_transpose2d(
+        input, weight, bias, stride=stride, padding=padding, output_padding=output_padding,
+        dilation=dilation, groups=groups,
+    )  # fmt: skip

@@ -1,5 +1,142 @@
-"""(to be written)"""
+"""2-D max and average pooling (NCHW), written with the window kernels of conv."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+from ..registry import defop
+from ._dispatch import ops_of
+from .conv import pair
+
+__all__ = ["max_pool2d", "avg_pool2d"]
+
+CH = "nn.pooling"
+
+
+def _geometry(name, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """kernel, stride, dilation, (top, bottom, left, right) pads and output size, as torch
+    (ceil_mode adds windows that start inside the input or its left padding)."""
+    if x.ndim != 4:
+        raise ValueError(f"{name}: input must be 4-D (N, C, H, W), got {tuple(x.shape)}")
+    kernel = pair(kernel_size, name, "kernel_size")
+    stride = kernel if stride is None else pair(stride, name, "stride")
+    padding, dilation = pair(padding, name, "padding"), pair(dilation, name, "dilation")
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
+        raise ValueError(f"{name}: padding {padding} must be at most half the kernel {kernel}")
+    out, extra = [], []
+    for n, k, s, p, d in zip(x.shape[-2:], kernel, stride, padding, dilation):
+        span = n + 2 * p - d * (k - 1) - 1
+        if span < 0:
+            raise ValueError(
+                f"{name}: the window ({kernel}, dilation {dilation}) is larger than the padded "
+                f"input {tuple(x.shape[-2:])} + padding {padding}"
+            )
+        o = (math.ceil(span / s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        out.append(o)
+        extra.append(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + 2 * p)))
+    pads = (padding[0], padding[0] + extra[0], padding[1], padding[1] + extra[1])
+    return kernel, stride, dilation, pads, tuple(out), padding
+
+
+def _windows(xp, x, kernel, stride, dilation, pads, out, value):
+    xpad = xp.pad2d(x, pads=pads, value=value) if any(pads) else x
+    w = xp.windows2d(xpad, kernel=kernel, stride=stride, dilation=dilation, out=out)
+    n, c = x.shape[0], x.shape[1]
+    return xp.reshape(w, (n, c, kernel[0] * kernel[1]) + out)
+
+
+def _scatter(xp, x, g_windows, kernel, stride, dilation, pads, out):
+    """Windows' gradients (N, C, K, oh, ow) back onto the input."""
+    n, c, h, w = x.shape
+    cols = xp.reshape(g_windows, (n, c) + kernel + out)
+    size = (h + pads[0] + pads[1], w + pads[2] + pads[3])
+    full = xp.col2im2d(cols, size=size, stride=stride, dilation=dilation)
+    return full[..., pads[0] : pads[0] + h, pads[2] : pads[2] + w]
+
+
+# -- max ------------------------------------------------------------------------------
+def _max_pool(xp, x, *, kernel, stride, dilation, pads, out):
+    return xp.max(_windows(xp, x, kernel, stride, dilation, pads, out, -math.inf), axis=2)
+
+
+def _max_pool_rule(xp, g, ans, x, *, kernel, stride, dilation, pads, out):
+    """The first maximum of each window (argmax's choice) gets the gradient."""
+    win = _windows(xp, x, kernel, stride, dilation, pads, out, -math.inf)
+    first = xp.argmax(win, axis=2, keepdims=True)
+    k = xp.reshape(xp.arange(kernel[0] * kernel[1], device=x.device), (1, 1, -1, 1, 1))
+    gw = xp.where(k == first, xp.expand_dims(g, axis=2), xp.zeros_like(win))
+    return _scatter(xp, x, gw, kernel, stride, dilation, pads, out)
+
+
+defop(
+    "nn.max_pool2d",
+    _max_pool_rule,
+    chapter=CH,
+    impl=lambda B: lambda x, **kw: _max_pool(B, x, **kw),
+    twice=False,
+    doc="max over 2-D windows; padding is -inf; the first maximum gets the gradient",
+)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max over sliding 2-D windows, as torch (padding counts as -inf; ``ceil_mode``);
+    among equal maxima the first in the window gets the gradient."""
+    kernel, stride, dilation, pads, out, _ = _geometry(
+        "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode
+    )
+    return ops_of(input).nn.max_pool2d(input, kernel=kernel, stride=stride, dilation=dilation,
+                                       pads=pads, out=out)  # fmt: skip
+
+
+# -- average --------------------------------------------------------------------------------
+def _divisor(xp, x, kernel, stride, pads, out, padding, count_include_pad):
+    """Per window: the number of cells counted (torch: the window clipped to the
+    padded input, or to the input alone without count_include_pad)."""
+    h, w = x.shape[-2:]
+    ones = xp.ones((1, 1, h, w), dtype=x.dtype, device=x.device)
+    if count_include_pad:
+        ph, pw = padding
+        ones = xp.pad2d(ones, pads=(ph, ph, pw, pw), value=1.0)
+        rest = (pads[0] - ph, pads[1] - ph, pads[2] - pw, pads[3] - pw)
+    else:
+        rest = pads
+    if any(rest):
+        ones = xp.pad2d(ones, pads=rest, value=0.0)
+    win = xp.windows2d(ones, kernel=kernel, stride=stride, dilation=(1, 1), out=out)
+    return xp.sum(xp.reshape(win, (1, 1, kernel[0] * kernel[1]) + out), axis=2)
+
+
+def _avg_pool(xp, x, *, kernel, stride, pads, out, padding, count_include_pad):
+    win = _windows(xp, x, kernel, stride, (1, 1), pads, out, 0.0)
+    return xp.sum(win, axis=2) / _divisor(xp, x, kernel, stride, pads, out, padding,
+                                          count_include_pad)  # fmt: skip
+
+
+def _avg_pool_rule(xp, g, ans, x, *, kernel, stride, pads, out, padding, count_include_pad):
+    share = g / _divisor(xp, x, kernel, stride, pads, out, padding, count_include_pad)
+    gw = xp.broadcast_to(xp.expand_dims(share, axis=2),
+                         tuple(x.shape[:2]) + (kernel[0] * kernel[1],) + out)  # fmt: skip
+    return _scatter(xp, x, gw, kernel, stride, (1, 1), pads, out)
+
+
+defop(
+    "nn.avg_pool2d",
+    _avg_pool_rule,
+    chapter=CH,
+    impl=lambda B: lambda x, **kw: _avg_pool(B, x, **kw),
+    saves=(),
+    doc="mean over 2-D windows (by default the full window, padding included)",
+)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):  # fmt: skip
+    """Mean over sliding 2-D windows, as torch: zero padding counted in the divisor
+    unless ``count_include_pad=False``; ``ceil_mode`` windows are clipped."""
+    kernel, stride, _, pads, out, padding = _geometry(
+        "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode
+    )
+    geometry = {"kernel": kernel, "stride": stride, "pads": pads, "out": out, "padding": padding}
+    return ops_of(input).nn.avg_pool2d(input, count_include_pad=count_include_pad, **geometry)

@@ -4,7 +4,7 @@ import argparse
 import importlib
 import sys
 
-CASES = ("chain", "cross_entropy")
+CASES = ("chain", "conv", "maxpool", "cross_entropy")
 
 
 def main(argv=None):

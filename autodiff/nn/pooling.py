@@ -57,17 +57,46 @@ def _scatter(xp, x, g_windows, kernel, stride, dilation, pads, out):
 
 
 # -- max ------------------------------------------------------------------------------
+def _offsets(kernel, stride, dilation, out):
+    """The index of the strided plane each kernel offset reads, in window order."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out
+    return [
+        (
+            ...,
+            slice(i * dh, i * dh + (oh - 1) * sh + 1, sh),
+            slice(j * dw, j * dw + (ow - 1) * sw + 1, sw),
+        )
+        for i in range(kh)
+        for j in range(kw)
+    ]
+
+
+def _padded(xp, x, pads, value):
+    return xp.pad2d(x, pads=pads, value=value) if any(pads) else x
+
+
 def _max_pool(xp, x, *, kernel, stride, dilation, pads, out):
-    return xp.max(_windows(xp, x, kernel, stride, dilation, pads, out, -math.inf), axis=2)
+    """A running maximum over the kernel's strided planes (no window copies)."""
+    xpad = _padded(xp, x, pads, -math.inf)
+    result = None
+    for key in _offsets(kernel, stride, dilation, out):
+        plane = xpad[key]
+        result = plane if result is None else xp.maximum(result, plane)
+    return result
 
 
 def _max_pool_rule(xp, g, ans, x, *, kernel, stride, dilation, pads, out):
-    """The first maximum of each window (argmax's choice) gets the gradient."""
-    win = _windows(xp, x, kernel, stride, dilation, pads, out, -math.inf)
-    first = xp.argmax(win, axis=2, keepdims=True)
-    k = xp.reshape(xp.arange(kernel[0] * kernel[1], device=x.device), (1, 1, -1, 1, 1))
-    gw = xp.where(k == first, xp.expand_dims(g, axis=2), xp.zeros_like(win))
-    return _scatter(xp, x, gw, kernel, stride, dilation, pads, out)
+    """The first maximum of each window (in window order) gets the gradient."""
+    xpad = _padded(xp, x, pads, -math.inf)
+    grad = xp.zeros(xpad.shape, dtype=g.dtype, device=g.device)
+    taken = xp.zeros(ans.shape, dtype=xp.bool, device=g.device)
+    zero = xp.zeros_like(g)
+    for key in _offsets(kernel, stride, dilation, out):
+        hit = (xpad[key] == ans) & ~taken
+        taken = taken | hit
+        grad[key] = grad[key] + xp.where(hit, g, zero)
+    n, c, h, w = x.shape
+    return grad[..., pads[0] : pads[0] + h, pads[2] : pads[2] + w]
 
 
 defop(
@@ -75,6 +104,7 @@ defop(
     _max_pool_rule,
     chapter=CH,
     impl=lambda B: lambda x, **kw: _max_pool(B, x, **kw),
+    saves_ans=True,
     twice=False,
     doc="max over 2-D windows; padding is -inf; the first maximum gets the gradient",
 )

@@ -213,30 +213,7 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                 args, xp, ans = node.args, glue.xp, node.ans
                 rules = op.vjp
                 if len(edges) == 1:
-                    gi = rules[0](xp, g, ans, args[0])
-                    if not retain_graph:
-                        node.args = node.ans = None
-                    e = edges[0]
-                    parent, index = e[0], e[1]
-                    if parent is None:
-                        if targets is None:
-                            glue.accumulate_leaf(index, gi)
-                        continue
-                    if parent.outs is None:
-                        old = buffers.get(parent)
-                        if old is None:
-                            buffers[parent] = gi
-                            if nxt is None and not heap:
-                                nxt = parent
-                            else:
-                                if nxt is not None:
-                                    heappush(heap, (-nxt.seq, nxt))
-                                    nxt = None
-                                heappush(heap, (-parent.seq, parent))
-                        else:
-                            buffers[parent] = add(old, gi)
-                        continue
-                    grads, fitted = (gi,), True  # a multi-output parent: the general path
+                    grads, fitted = (rules[0](xp, g, ans, args[0]),), True
                 else:
                     a, b = args
                     e1, e2 = edges

@@ -105,8 +105,9 @@ def test_gradients_stay_on_device1():
     dev = strict.Device("device1")
     x = xp.asarray(RNG.standard_normal((1, 2, 4, 4)), device=dev, requires_grad=True)
     w = xp.asarray(RNG.standard_normal((2, 2, 3, 3)), device=dev, requires_grad=True)
-    y = F.avg_pool2d(F.conv2d(x, w, padding=1), 2)
-    xp.sum(y).backward()
+    y = F.avg_pool2d(F.conv2d(x, w, padding=1), 2) + F.max_pool2d(x, 2, padding=1)[..., :2, :2]
+    z = F.conv_transpose2d(y, w, stride=2)
+    xp.sum(z * z).backward()
     assert x.grad.device == dev and w.grad.device == dev
 
 

@@ -7,11 +7,13 @@
 >>> x.grad
 """
 
-from . import registry
+from . import nn, registry
 from .graph import enable_grad, is_grad_enabled, no_grad
+from .io import load, save
 from .namespace import Autodiff
 from .tensor import Tensor
 from .transforms import custom_vjp, grad, hessian, jacobian, jvp, value_and_grad, vjp
+from .viz import draw_graph, to_dot
 
 __all__ = [
     "Autodiff",
@@ -27,5 +29,10 @@ __all__ = [
     "hessian",
     "custom_vjp",
     "registry",
+    "nn",
+    "save",
+    "load",
+    "to_dot",
+    "draw_graph",
 ]
 __version__ = "0.1.0"

@@ -47,6 +47,8 @@ def Autodiff(xp) -> types.ModuleType:
     """The differentiable namespace of the Array API namespace ``xp`` (cached per backend)."""
     import backends
 
+    if any(ns is xp for ns in _cache.values()):  # already differentiable
+        return xp
     B = backends.resolve(xp)
     ns = _cache.get(B.key)
     if ns is None:

@@ -197,14 +197,34 @@ class Tensor:
         return self._ops._inplace(self, "bitwise_right_shift", other)
 
     def __repr__(self):
-        body = repr(self.data)
-        extra = []
+        """Values, dtype, device and the op that made it, as torch prints a tensor."""
+        data = self.data
+        try:
+            import numpy as np
+
+            from .io import to_host
+
+            # array2string honours np.set_printoptions and summarizes big arrays; a
+            # non-numpy array is copied to the host for display only.
+            body = np.array2string(to_host(data), separator=", ", prefix="tensor(")
+        except Exception:
+            body = repr(data)
+        dtype = getattr(data, "dtype", None)
+        name = getattr(dtype, "name", None)
+        if not isinstance(name, str):  # array_api_strict and torch: "module.float64"
+            name = str(dtype).rsplit(".", 1)[-1]
+        try:
+            device = str(self.device)
+        except Exception:
+            device = "?"
+        extra = [f"dtype={name}", f"device={device}"]
         if self._node is not None:
             extra.append(f"grad_fn=<{self._node.op.name}>")
         elif self._rg:
             extra.append("requires_grad=True")
-        ns = self._ns.__name__ if self._ns is not None else "?"
-        return f"Tensor[{ns}]({body}{''.join(', ' + e for e in extra)})"
+        return f"tensor({body}, {', '.join(extra)})"
+
+    __str__ = __repr__
 
 
 # Operators of the standard, bound on each subclass to the namespace's functions.

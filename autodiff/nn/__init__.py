@@ -1,5 +1,28 @@
-"""Deep-learning layers on top of the engine: ``autodiff.nn.functional`` (as ``F``)."""
+"""Deep-learning layers on top of the engine, as ``torch.nn``.
 
-from . import functional
+- ``autodiff.nn.functional`` (as ``F``): the extension ops, one registered op each.
+- ``Module`` and the layers (``Linear``, ``Conv2d``, ``GRU``, ``MultiheadAttention``...),
+  created on a namespace (``xp=``, default ``Autodiff(numpy)``), movable with ``.to(xp)``.
+- ``autodiff.nn.init``: torch's initializations from a seeded generator.
+"""
 
-__all__ = ["functional"]
+from . import functional, init
+from .layers import *  # noqa: F403
+from .layers import __all__ as _layers
+from .module import Module, ModuleList, Sequential
+from .multihead import MultiheadAttention
+from .rnn import GRU, GatedMemoryCell, GRUCell, LSTMCell
+
+__all__ = [
+    "functional",
+    "init",
+    "Module",
+    "Sequential",
+    "ModuleList",
+    *_layers,
+    "GRUCell",
+    "GRU",
+    "LSTMCell",
+    "GatedMemoryCell",
+    "MultiheadAttention",
+]

@@ -1,0 +1,392 @@
+"""``Module``: a tree of layers holding parameters, as ``torch.nn.Module``.
+
+A tensor assigned to a module attribute is a *parameter* when it is a leaf that
+requires grad; a module assigned to one is a child. ``register_buffer`` adds
+state that is saved but not trained. Every walk over the tree is iterative.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ..graph import no_grad
+from ..tensor import Tensor
+
+__all__ = ["Module", "Sequential", "ModuleList", "default_namespace"]
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+def default_namespace(xp=None):
+    """The differentiable namespace modules are created on: ``Autodiff(xp)``,
+    ``Autodiff(numpy)`` when ``xp`` is None."""
+    from ..namespace import Autodiff
+
+    if xp is None:
+        import numpy
+
+        xp = numpy
+    return Autodiff(xp)
+
+
+def _dtype_in(xp, dtype):
+    """``dtype`` (a dtype object of any namespace, or its name) as ``xp``'s dtype."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        name = dtype
+    else:  # numpy: a scalar type (np.float32) or np.dtype; others print "lib.float32"
+        name = getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
+        name = name.rsplit(".", 1)[-1].rstrip("_")
+    try:
+        return getattr(xp, name)
+    except AttributeError:
+        raise TypeError(f"{xp.__name__} has no dtype {name!r}") from None
+
+
+class Module:
+    """Base class of layers: override ``forward``; call ``super().__init__()`` first."""
+
+    def __init__(self):
+        d = self.__dict__
+        d["_parameters"] = {}
+        d["_buffers"] = {}
+        d["_modules"] = {}
+        d["training"] = True
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__}: forward is not defined")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- attributes ------------------------------------------------------------
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        if "_parameters" not in d:
+            raise AttributeError(
+                f"{type(self).__name__}: call super().__init__() before assigning attributes"
+            )
+        params, buffers, modules = d["_parameters"], d["_buffers"], d["_modules"]
+        if isinstance(value, Tensor) and value.requires_grad and value.is_leaf:
+            buffers.pop(name, None)
+            modules.pop(name, None)
+            d.pop(name, None)
+            params[name] = value
+        elif isinstance(value, Module):
+            params.pop(name, None)
+            buffers.pop(name, None)
+            d.pop(name, None)
+            modules[name] = value
+        elif name in buffers:
+            buffers[name] = value
+        else:
+            if name in params:
+                if value is not None:
+                    raise TypeError(
+                        f"{type(self).__name__}.{name} is a parameter: assign a leaf tensor "
+                        f"that requires grad (or None), not {type(value).__name__}"
+                    )
+                del params[name]
+            modules.pop(name, None)
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            if table in d and name in d[table]:
+                return d[table][name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __delattr__(self, name):
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                return
+        object.__delattr__(self, name)
+
+    def register_buffer(self, name, tensor):
+        """Add state that ``state_dict`` saves and ``to`` moves, but that is not trained."""
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None")
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        self._buffers[name] = tensor
+
+    def add_module(self, name, module):
+        """Add a child module under ``name``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {name!r} must be a Module, got {type(module).__name__}")
+        self._modules[name] = module
+
+    # -- walking the tree --------------------------------------------------------
+    def named_modules(self, prefix=""):
+        """(qualified name, module) of this module and every descendant, depth first."""
+        seen = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, m = stack.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            yield name, m
+            children = [
+                (f"{name}.{k}" if name else k, c) for k, c in m._modules.items() if c is not None
+            ]
+            stack.extend(reversed(children))
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        for k, m in self._modules.items():
+            if m is not None:
+                yield k, m
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named(self, table, recurse):
+        seen = set()
+        items = self.named_modules() if recurse else [("", self)]
+        for prefix, m in items:
+            for k, t in getattr(m, table).items():
+                if t is None or id(t) in seen:
+                    continue
+                seen.add(id(t))
+                yield (f"{prefix}.{k}" if prefix else k), t
+
+    def named_parameters(self, recurse=True):
+        """(qualified name, parameter) of every parameter, each once."""
+        return self._named("_parameters", recurse)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse):
+            yield p
+
+    def named_buffers(self, recurse=True):
+        return self._named("_buffers", recurse)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse):
+            yield b
+
+    def apply(self, fn):
+        """Call ``fn`` on every descendant, then on this module (as torch)."""
+        for m in reversed(list(self.modules())):
+            fn(m)
+        return self
+
+    # -- modes and gradients -------------------------------------------------------
+    def train(self, mode=True):
+        """Training mode (dropout active) for this module and its descendants."""
+        for m in self.modules():
+            m.__dict__["training"] = bool(mode)
+        return self
+
+    def eval(self):
+        """Evaluation mode: ``train(False)``."""
+        return self.train(False)
+
+    def zero_grad(self, set_to_none=True):
+        """Clear the gradients of every parameter."""
+        xp_zero = None
+        for p in self.parameters():
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                xp_zero = p.__array_namespace__()
+                p.grad = xp_zero.zeros_like(p.grad)
+
+    @property
+    def xp(self):
+        """The namespace of this module's tensors (None for a module without any)."""
+        for _, t in self._named("_parameters", True):
+            return t.__array_namespace__()
+        for _, t in self._named("_buffers", True):
+            return t.__array_namespace__()
+        return None
+
+    # -- state ------------------------------------------------------------------
+    def state_dict(self):
+        """{qualified name: tensor} of every parameter and buffer (detached, shared)."""
+        state = {}
+        for prefix, m in self.named_modules():
+            for table in (m._parameters, m._buffers):
+                for k, t in table.items():
+                    if t is not None:
+                        state[f"{prefix}.{k}" if prefix else k] = t.detach()
+        return state
+
+    def _slots(self):
+        """{qualified name: (module, table, attribute)} of every parameter and buffer."""
+        slots = {}
+        for prefix, m in self.named_modules():
+            for table in ("_parameters", "_buffers"):
+                for k, t in getattr(m, table).items():
+                    if t is not None:
+                        slots[f"{prefix}.{k}" if prefix else k] = (m, table, k)
+        return slots
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copy values into the parameters and buffers (same tensors, same buffers).
+
+        Values may be tensors of any namespace or raw arrays (as ``autodiff.load``
+        returns). Missing or unexpected keys raise when ``strict``; a wrong shape
+        always raises. Returns ``(missing_keys, unexpected_keys)``.
+        """
+        if not hasattr(state_dict, "keys"):
+            raise TypeError(f"load_state_dict: expected a dict, got {type(state_dict).__name__}")
+        slots = self._slots()
+        missing = [k for k in slots if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in slots]
+        errors = []
+        if strict and missing:
+            errors.append("missing keys: " + ", ".join(repr(k) for k in missing))
+        if strict and unexpected:
+            errors.append("unexpected keys: " + ", ".join(repr(k) for k in unexpected))
+        for k, (m, table, attr) in slots.items():
+            if k not in state_dict:
+                continue
+            target = getattr(m, table)[attr]
+            shape = tuple(getattr(state_dict[k], "shape", ()))
+            if shape != tuple(target.shape):
+                errors.append(
+                    f"{k!r} has shape {shape} in the state dict, {tuple(target.shape)} in the model"
+                )
+        if errors:
+            raise RuntimeError(f"load_state_dict for {type(self).__name__}: " + "; ".join(errors))
+        for k, (m, table, attr) in slots.items():
+            if k in state_dict:
+                target = getattr(m, table)[attr]
+                value = state_dict[k]
+                if isinstance(value, Tensor):
+                    value = value.detach()
+                xp = target.__array_namespace__()
+                with no_grad():
+                    target[...] = xp.asarray(value, dtype=target.dtype, device=target.device)
+        return IncompatibleKeys(missing, unexpected)
+
+    def to(self, xp=None, *, dtype=None, device=None):
+        """Move every parameter and buffer to namespace ``xp`` (raw or differentiable),
+        ``device`` and/or floating ``dtype``, keeping the same Tensor objects.
+
+        Optimizers made before keep state on the old namespace: make them after.
+        """
+        for m in self.modules():
+            for table in (m._parameters, m._buffers):
+                for t in table.values():
+                    if t is not None:
+                        _move(t, xp, dtype, device)
+        return self
+
+    # -- display ------------------------------------------------------------------
+    def extra_repr(self):
+        """The arguments shown between the parentheses of this module's repr."""
+        return ""
+
+    def __repr__(self):
+        # Children are rendered before their parents, without recursion.
+        order = list(self.modules())
+        text = {}
+        for m in reversed(order):
+            lines = []
+            for k, c in m._modules.items():
+                child = text.get(id(c), repr(c)).replace("\n", "\n  ")
+                lines.append(f"  ({k}): {child}")
+            extra = m.extra_repr()
+            head = f"{type(m).__name__}({extra}"
+            text[id(m)] = head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+        return text[id(self)]
+
+
+def _move(t, xp, dtype, device):
+    """Rebind leaf ``t`` onto a buffer in namespace ``xp``/``device``/``dtype`` in place."""
+    from ..namespace import Autodiff
+
+    target = Autodiff(xp) if xp is not None else t.__array_namespace__()
+    src = t.__array_namespace__()
+    floating = src.isdtype(t.dtype, "real floating")
+    if dtype is not None and floating:
+        new_dtype = _dtype_in(target, dtype)
+    elif target is not src:
+        new_dtype = _dtype_in(target, t.dtype)
+    else:
+        new_dtype = t.dtype
+
+    def convert(a):
+        kw = {"dtype": new_dtype}
+        if device is not None:
+            kw["device"] = device
+        return target.asarray(a.detach(), **kw)
+
+    rg = t.requires_grad
+    new = convert(t)
+    grad = None if t.grad is None else convert(t.grad)
+    if target is not src:
+        t.__class__ = type(new)
+    t.data = new.data
+    t._version = None
+    t.grad = grad
+    t._rg = rg
+
+
+class Sequential(Module):
+    """Modules called one after the other: ``Sequential(Linear(4, 8), ReLU(), ...)``."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], dict):
+            for k, m in modules[0].items():
+                self.add_module(str(k), m)
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i):
+        mods = list(self._modules.values())
+        if isinstance(i, slice):
+            return Sequential(*mods[i])
+        return mods[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(list(self._modules.values()))
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters the parent module sees."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def __getitem__(self, i):
+        mods = list(self._modules.values())
+        if isinstance(i, slice):
+            return ModuleList(mods[i])
+        return mods[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(list(self._modules.values()))
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self

@@ -1,0 +1,158 @@
+"""``MultiheadAttention`` as ``torch.nn.MultiheadAttention`` (same parameters and
+mask conventions), with optional rotary position embedding of queries and keys."""
+
+from __future__ import annotations
+
+import math
+
+from . import functional as F
+from . import init
+from .layers import Linear, factory, parameter
+from .module import Module
+
+__all__ = ["MultiheadAttention"]
+
+
+class MultiheadAttention(Module):
+    """Attention with ``num_heads`` heads: ``out, weights = mha(query, key, value)``.
+
+    As torch: inputs are (L, N, E), or (N, L, E) with ``batch_first=True``, or
+    unbatched (L, E); parameters ``in_proj_weight`` (3E, E, Xavier-uniform),
+    ``in_proj_bias`` (zeros) and ``out_proj`` (Linear, zero bias). Masks follow
+    torch's module, not ``F.scaled_dot_product_attention``: a boolean ``attn_mask``
+    (L, S) or (N*heads, L, S) and ``key_padding_mask`` (N, S) mark with True the
+    positions that may *not* be attended; float masks are added to the scores.
+    ``rope=True`` turns queries and keys by their positions (``F.rope``) per head.
+    With ``need_weights`` (default True, as torch) the attention weights are also
+    returned, averaged over heads unless ``average_attn_weights=False``; pass
+    ``need_weights=False`` for speed (one fused attention op, no weights).
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=False, *,
+                 rope=False, rope_base=10000.0, xp=None, dtype=None, device=None,
+                 generator=None):  # fmt: skip
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(
+                f"MultiheadAttention: embed_dim={embed_dim} is not divisible by "
+                f"num_heads={num_heads}"
+            )
+        if dropout:
+            raise NotImplementedError(
+                "MultiheadAttention: dropout > 0 on the attention weights is not supported; "
+                "use nn.Dropout on the output"
+            )
+        head_dim = embed_dim // num_heads
+        if rope and head_dim % 2:
+            raise ValueError(f"MultiheadAttention: rope needs an even head dim, got {head_dim}")
+        xp, dtype, device = factory(xp, dtype, device)
+        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, head_dim
+        self.batch_first, self.rope, self.rope_base = batch_first, rope, rope_base
+        w = parameter(xp, (3 * embed_dim, embed_dim), dtype, device)
+        self.in_proj_weight = init.xavier_uniform_(w, generator=generator)
+        self.in_proj_bias = parameter(xp, (3 * embed_dim,), dtype, device) if bias else None
+        self.out_proj = Linear(embed_dim, embed_dim, bias, xp=xp, dtype=dtype, device=device,
+                               generator=generator)  # fmt: skip
+        if bias:
+            init.zeros_(self.out_proj.bias)
+
+    def _project(self, xp, query, key, value):
+        w, b, E = self.in_proj_weight, self.in_proj_bias, self.embed_dim
+        if query is key and key is value:  # self-attention: one matmul for q, k and v
+            qkv = xp.matmul(query, xp.matrix_transpose(w))
+            if b is not None:
+                qkv = qkv + b
+            return qkv[..., :E], qkv[..., E : 2 * E], qkv[..., 2 * E :]
+        out = []
+        for i, x in enumerate((query, key, value)):
+            y = xp.matmul(x, xp.matrix_transpose(w[i * E : (i + 1) * E, :]))
+            out.append(y if b is None else y + b[i * E : (i + 1) * E])
+        return out
+
+    def _mask(self, xp, attn_mask, key_padding_mask, n):
+        """The mask for F.scaled_dot_product_attention (True = attend, or additive)."""
+        masks = []
+        if attn_mask is not None:
+            m = attn_mask
+            if m.ndim == 3:
+                m = xp.reshape(m, (n, self.num_heads) + tuple(m.shape[1:]))
+            masks.append(m)
+        if key_padding_mask is not None:
+            m = key_padding_mask
+            masks.append(xp.reshape(m, (m.shape[0], 1, 1, m.shape[-1])))
+        if not masks:
+            return None
+        if all(m.dtype == xp.bool for m in masks):
+            allowed = xp.logical_not(masks[0])
+            for m in masks[1:]:
+                allowed = xp.logical_and(allowed, xp.logical_not(m))
+            return allowed
+        total = 0.0
+        for m in masks:
+            if m.dtype == xp.bool:
+                w = self.in_proj_weight
+                m = xp.where(
+                    m,
+                    xp.asarray(-math.inf, dtype=w.dtype, device=w.device),
+                    xp.asarray(0.0, dtype=w.dtype, device=w.device),
+                )
+            total = total + m
+        return total
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
+        xp = self.in_proj_weight.__array_namespace__()
+        E, h, d = self.embed_dim, self.num_heads, self.head_dim
+        if query.shape[-1] != E or key.shape[-1] != E or value.shape[-1] != E:
+            raise ValueError(
+                f"MultiheadAttention: query, key and value must end with embed_dim={E}, got "
+                f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+            )
+        unbatched = query.ndim == 2
+        same = query is key and key is value
+        if unbatched:
+            query, key, value = (xp.expand_dims(t, axis=0) for t in (query, key, value))
+        elif not self.batch_first:
+            query, key, value = (xp.permute_dims(t, (1, 0, 2)) for t in (query, key, value))
+        if same:
+            key = value = query
+        n, L, S = query.shape[0], query.shape[1], key.shape[1]
+        q, k, v = self._project(xp, query, key, value)
+        q = xp.permute_dims(xp.reshape(q, (n, L, h, d)), (0, 2, 1, 3))
+        k = xp.permute_dims(xp.reshape(k, (n, S, h, d)), (0, 2, 1, 3))
+        v = xp.permute_dims(xp.reshape(v, (n, S, h, d)), (0, 2, 1, 3))
+        if self.rope:
+            q, k = F.rope(q, base=self.rope_base), F.rope(k, base=self.rope_base)
+        if key_padding_mask is not None and unbatched:
+            key_padding_mask = xp.expand_dims(key_padding_mask, axis=0)
+        mask = self._mask(xp, attn_mask, key_padding_mask, n)
+        out = F.scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal)
+        out = xp.reshape(xp.permute_dims(out, (0, 2, 1, 3)), (n, L, E))
+        out = self.out_proj(out)
+        weights = None
+        if need_weights:
+            scores = (q @ xp.matrix_transpose(k)) / math.sqrt(d)
+            if is_causal:
+                causal = xp.tril(xp.ones((L, S), dtype=xp.bool, device=scores.device))
+                scores = xp.where(causal, scores, xp.full_like(scores, -math.inf))
+            if mask is not None:
+                if mask.dtype == xp.bool:
+                    scores = xp.where(mask, scores, xp.full_like(scores, -math.inf))
+                else:
+                    scores = scores + mask
+            weights = F.softmax(scores, axis=-1)
+            if average_attn_weights:
+                weights = xp.mean(weights, axis=1)
+            if unbatched:
+                weights = weights[0, ...]
+        if unbatched:
+            out = out[0, ...]
+        elif not self.batch_first:
+            out = xp.permute_dims(out, (1, 0, 2))
+        return out, weights
+
+    def extra_repr(self):
+        s = f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+        if self.batch_first:
+            s += ", batch_first=True"
+        return s + (", rope=True" if self.rope else "")

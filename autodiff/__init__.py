@@ -7,7 +7,7 @@
 >>> x.grad
 """
 
-from . import nn, registry
+from . import nn, optim, registry
 from .graph import enable_grad, is_grad_enabled, no_grad
 from .io import load, save
 from .namespace import Autodiff
@@ -30,6 +30,7 @@ __all__ = [
     "custom_vjp",
     "registry",
     "nn",
+    "optim",
     "save",
     "load",
     "to_dot",

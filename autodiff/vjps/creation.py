@@ -34,6 +34,10 @@ def _localize(obj, ops):
 
 def _asarray_public(f):
     def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False):
+        if requires_grad and copy is None:
+            # A trainable leaf owns its buffer: optimizers update it in place, and
+            # that must not write into the caller's array.
+            copy = True
         if not _has_tensor(obj):
             return f(obj, dtype=dtype, device=device, copy=copy, requires_grad=requires_grad)
         ops = f.ops  # the namespace this function belongs to

@@ -328,6 +328,13 @@ def test_module_repr_is_a_tree():
         "  )\n"
         ")"
     )
+    # arguments and children: the arguments get their own line, as torch prints them
+    assert repr(nn.MultiheadAttention(8, 2, batch_first=True)) == (
+        "MultiheadAttention(\n"
+        "  embed_dim=8, num_heads=2, batch_first=True\n"
+        "  (out_proj): Linear(in_features=8, out_features=8, bias=True)\n"
+        ")"
+    )
 
 
 def test_module_errors():

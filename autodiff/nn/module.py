@@ -292,13 +292,17 @@ class Module:
         order = list(self.modules())
         text = {}
         for m in reversed(order):
+            extra = m.extra_repr()
             lines = []
             for k, c in m._modules.items():
                 child = text.get(id(c), repr(c)).replace("\n", "\n  ")
                 lines.append(f"  ({k}): {child}")
-            extra = m.extra_repr()
-            head = f"{type(m).__name__}({extra}"
-            text[id(m)] = head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+            if not lines:
+                text[id(m)] = f"{type(m).__name__}({extra})"
+                continue
+            # As torch: with children, the arguments go on their own line first.
+            head = [f"  {e}" for e in extra.split("\n")] if extra else []
+            text[id(m)] = f"{type(m).__name__}(\n" + "\n".join(head + lines) + "\n)"
         return text[id(self)]
 
 

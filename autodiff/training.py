@@ -16,6 +16,7 @@ import math
 import time
 
 from .graph import no_grad
+from .optim import clip_grad_norm_
 
 __all__ = ["batches", "fit", "History", "plot_losses"]
 
@@ -137,16 +138,17 @@ def _floats(xp, scalars):
 
 
 def fit(model, loss_fn, optimizer, data, *, epochs=1, scheduler=None, evaluate=None,
-        progress=True, log_every=10, history=None):  # fmt: skip
+        clip_grad_norm=None, progress=True, log_every=10, history=None):  # fmt: skip
     """Train ``model``: for each batch ``(x, y)``, ``loss = loss_fn(model(x), y)``,
     backward and ``optimizer.step()``.
 
     ``data`` is iterated once per epoch: ``batches(X, y, batch_size=64)`` (which
-    reshuffles each pass), a list of batches, or a function returning an epoch's. A scheduler,
-    if given, steps once per epoch. ``evaluate(model)`` may return a dict of metrics,
-    recorded each epoch (in eval mode, without gradients). Returns a ``History``
-    (pass one to continue it). The progress bar is ``tqdm.auto``: a widget in
-    notebooks, text in a terminal.
+    reshuffles each pass), a list of batches, or a function returning an epoch's.
+    A scheduler, if given, steps once per epoch. ``clip_grad_norm=c`` rescales the
+    gradients to a total 2-norm of at most ``c`` before each step.
+    ``evaluate(model)`` may return a dict of metrics, recorded each epoch (in eval
+    mode, without gradients). Returns a ``History`` (pass one to continue it).
+    The progress bar is ``tqdm.auto``: a widget in notebooks, text in a terminal.
     """
     from tqdm.auto import tqdm
 
@@ -164,6 +166,8 @@ def fit(model, loss_fn, optimizer, data, *, epochs=1, scheduler=None, evaluate=N
             optimizer.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
+            if clip_grad_norm is not None:
+                clip_grad_norm_(model.parameters(), clip_grad_norm)
             optimizer.step()
             losses.append(loss.detach())
             xp = loss.__array_namespace__()

@@ -4,7 +4,7 @@ import argparse
 import importlib
 import sys
 
-CASES = ("chain", "conv", "maxpool", "cross_entropy")
+CASES = ("chain", "mlp", "cnn", "gru", "attention", "conv", "maxpool", "cross_entropy")
 
 
 def main(argv=None):

@@ -35,6 +35,8 @@ CASES = {
         [WIDE],
     ),
 }
+CASES["linear"] = (F.linear, TF.linear, [X3, RNG.standard_normal((5, 4)), RNG.standard_normal(5)])
+CASES["linear no bias, 1-D input"] = (F.linear, TF.linear, [X[0], RNG.standard_normal((5, 4))])
 for _axis in (-1, 0, 1):
     CASES[f"softmax axis={_axis}"] = (
         lambda a, ax=_axis: F.softmax(a, axis=ax),

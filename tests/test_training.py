@@ -82,6 +82,21 @@ def test_fit_trains_and_records(xp):
     assert h2 is h and h.losses[-1] == pytest.approx(before, rel=1e-12)
 
 
+def test_fit_clips_the_gradient_norm():
+    xp = ad.Autodiff(np)
+    X, Y = _problem(xp)
+    model = nn.Linear(2, 2, xp=xp, dtype=xp.float64)
+    w0 = np.asarray(model.weight.data).copy()
+    b0 = np.asarray(model.bias.data).copy()
+    opt = optim.SGD(model.parameters(), lr=1.0)
+    fit(model, lambda out, y: 1000 * F.cross_entropy(out, y), opt, [(X, Y)], progress=False,
+        clip_grad_norm=0.5)  # fmt: skip
+    dw = np.asarray(model.weight.data) - w0
+    db = np.asarray(model.bias.data) - b0
+    step = np.sqrt(np.sum(dw**2) + np.sum(db**2))  # lr 1: the step is the clipped gradient
+    np.testing.assert_allclose(step, 0.5, rtol=1e-5)
+
+
 def test_fit_progress_bar_shows_the_loss(capsys):
     xp = ad.Autodiff(np)
     X, Y = _problem(xp)

@@ -6,6 +6,7 @@ Each function is one registered op with a fused VJP rule and works on every
 backend; raw backend arrays are accepted and wrapped. The ops live in the
 modules of this package by family, each with its rule beside it:
 
+- ``linear``: linear
 - ``activations``: relu, gelu, silu, sigmoid, softplus, softmax, log_softmax, logsumexp
 - ``losses``: cross_entropy, mse_loss, binary_cross_entropy_with_logits
 - ``conv``: conv2d, conv_transpose2d; ``pooling``: max_pool2d, avg_pool2d
@@ -17,16 +18,15 @@ modules of this package by family, each with its rule beside it:
 from __future__ import annotations
 
 from . import activations, attention, conv, losses, normalization, pooling, recurrent
+from . import linear as _linear  # the name ``linear`` is the function below
 from .activations import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .linear import *  # noqa: F403
 from .losses import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .recurrent import *  # noqa: F403
 
-__all__ = [
-    name
-    for module in (activations, losses, conv, pooling, recurrent, attention, normalization)
-    for name in module.__all__
-]
+_FAMILIES = (_linear, activations, losses, conv, pooling, recurrent, attention, normalization)
+__all__ = [name for module in _FAMILIES for name in module.__all__]

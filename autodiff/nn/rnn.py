@@ -1,6 +1,6 @@
-"""Recurrent layers: ``GRUCell``, ``GRU`` (over a sequence), ``LSTMCell`` and
-``GatedMemoryCell``, with torch's parameter names, layouts and initialization
-(every weight and bias from U(-1/sqrt(hidden), 1/sqrt(hidden)))."""
+"""Recurrent layers: ``GRUCell``, ``GRU`` (over a sequence) and ``LSTMCell`` with
+torch's parameter names, layouts and initialization (every weight and bias from
+U(-1/sqrt(hidden), 1/sqrt(hidden))), and ``GatedMemoryCell`` (see its docstring)."""
 
 from __future__ import annotations
 

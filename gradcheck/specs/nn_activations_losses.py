@@ -106,3 +106,9 @@ def _bce_samples(rng):
 
 
 spec("nn.binary_cross_entropy_with_logits", _bce_samples)
+
+spec("nn.linear", lambda rng: [
+    Sample((_in(rng, (4, 3)), _in(rng, (2, 3)), _in(rng, (2,))), lambda xp, x, w, b: F.linear(x, w, b), "batch"),
+    Sample((_in(rng, (2, 4, 3)), _in(rng, (5, 3))), lambda xp, x, w: F.linear(x, w), "3-D input, no bias"),
+    Sample((_in(rng, (3,)), _in(rng, (2, 3)), _in(rng, (2,))), lambda xp, x, w, b: F.linear(x, w, b), "1-D input"),
+])  # fmt: skip

@@ -1,0 +1,51 @@
+"""``linear``: y = x W^T + b as one op, with torch's (out, in) weight layout.
+
+One node instead of three (transpose, matmul, add); its rule forms W's gradient
+directly in W's layout, g^T x summed over the batch axes, and skips the input's
+gradient when the input needs none (the first layer of a network).
+"""
+
+from __future__ import annotations
+
+from ..registry import defop
+from ._dispatch import ops_of
+
+__all__ = ["linear"]
+
+
+def _linear(xp, x, w, b):
+    y = xp.matmul(x, xp.matrix_transpose(w))
+    return y if b is None else y + b
+
+
+def _rows(xp, a):
+    """``a`` as a matrix: the batch axes merged into one."""
+    return a if a.ndim == 2 else xp.reshape(a, (-1, a.shape[-1]))
+
+
+defop(
+    "nn.linear",
+    vjp=(
+        lambda xp, g, ans, x, w, b: xp.matmul(g, w),
+        lambda xp, g, ans, x, w, b: xp.matmul(xp.matrix_transpose(_rows(xp, g)), _rows(xp, x)),
+        lambda xp, g, ans, x, w, b: xp.sum(_rows(xp, g), axis=0),
+    ),
+    chapter="nn.linear",
+    saves=((1,), (0,), ()),
+    impl=lambda B: lambda x, w, b: _linear(B, x, w, b),
+    doc="x W^T + b",
+)
+
+
+def linear(input, weight, bias=None):
+    """x W^T + b, as torch: ``weight`` (out, in), ``bias`` (out,), ``input`` (..., in)."""
+    if weight.ndim != 2:
+        raise ValueError(f"linear: weight must be 2-D (out, in), got shape {tuple(weight.shape)}")
+    out_f, in_f = weight.shape
+    if input.ndim < 1 or input.shape[-1] != in_f:
+        raise ValueError(
+            f"linear: input's last axis must be in_features={in_f}, got shape {tuple(input.shape)}"
+        )
+    if bias is not None and tuple(bias.shape) != (out_f,):
+        raise ValueError(f"linear: bias must have shape ({out_f},), got {tuple(bias.shape)}")
+    return ops_of(input, weight, bias).nn.linear(input, weight, bias)

@@ -1,0 +1,64 @@
+"""One training-step case: the implementations agree on the loss, then run
+interleaved; medians, min/max, ratios to hand-written NumPy and to PyTorch, and
+the peak memory of one step (tracemalloc sees NumPy's arrays, not PyTorch's)."""
+
+from __future__ import annotations
+
+import statistics
+import tracemalloc
+
+import numpy as np
+
+from ._timing import interleave
+from .threads import limit_threads
+
+AUTODIFF, NUMPY, TORCH = "autodiff (numpy)", "hand-written NumPy", "PyTorch CPU"
+
+
+def peak_bytes(step) -> int:
+    """Peak memory allocated during one call of ``step``, beyond what was live before."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        step()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def run(title: str, factories: dict, repeats: int, *, rtol=1e-4, scale=1e3, unit="ms") -> str:
+    """Build each implementation (``factories[name]()`` -> a step returning the loss
+    as a float), check the losses of two steps agree, then time them interleaved."""
+    limit_threads(2)
+    impls = {}
+    for name, make in factories.items():
+        try:
+            impls[name] = make()
+        except ImportError:
+            pass
+    losses = {name: [step(), step()] for name, step in impls.items()}
+    for name, got in losses.items():
+        np.testing.assert_allclose(got, losses[NUMPY], rtol=rtol,
+                                   err_msg=f"{name}: loss of steps 1 and 2")  # fmt: skip
+    memory = {name: peak_bytes(step) for name, step in impls.items() if name != TORCH}
+    times = interleave(impls, repeats)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    lines = [
+        f"{title}; {repeats} interleaved runs, 2 threads, float32",
+        f"loss after steps 1 and 2: {losses[NUMPY][0]:.6g}, {losses[NUMPY][1]:.6g} "
+        f"(all agree to rtol {rtol:g})",
+        "",
+        f"| implementation | median {unit} | min | max | / NumPy | / PyTorch | peak MB |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k, v in times.items():
+        vs_torch = f"{med[k] / med[TORCH]:.2f}" if TORCH in med else "-"
+        mb = f"{memory[k] / 2**20:.1f}" if k in memory else "-"
+        lines.append(
+            f"| {k} | {med[k] * scale:.2f} | {min(v) * scale:.2f} | {max(v) * scale:.2f} "
+            f"| {med[k] / med[NUMPY]:.2f} | {vs_torch} | {mb} |"
+        )
+    if AUTODIFF in memory and memory[NUMPY]:
+        lines.append(f"\npeak memory autodiff / NumPy: {memory[AUTODIFF] / memory[NUMPY]:.2f}")
+    return "\n".join(lines)

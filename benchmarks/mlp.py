@@ -1,0 +1,110 @@
+"""mlp: 784-512-512-10 with ReLU, softmax cross-entropy, batch 128, one SGD step."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._case import AUTODIFF, NUMPY, TORCH, run
+
+SIZES = (784, 512, 512, 10)
+BATCH, LR = 128, 0.01
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], BATCH)
+    params = {}
+    for i, (n_in, n_out) in enumerate(zip(SIZES[:-1], SIZES[1:])):
+        bound = 1 / np.sqrt(n_in)
+        params[f"{2 * i}.weight"] = rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32)
+        params[f"{2 * i}.bias"] = rng.uniform(-bound, bound, n_out).astype(np.float32)
+    return x, y, params
+
+
+def autodiff_step():
+    import autodiff as ad
+    from autodiff import nn, optim
+    from autodiff.nn import functional as F
+
+    x, y, params = _data()
+    xp = ad.Autodiff(np)
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Linear(512, 10))  # fmt: skip
+    model.load_state_dict(params)
+    opt = optim.SGD(model.parameters(), lr=LR)
+    X, Y = xp.asarray(x), xp.asarray(y)
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(X), Y)
+        loss.backward()
+        opt.step()
+        return float(loss)
+
+    return step
+
+
+def numpy_step():
+    x, y, params = _data()
+    Ws = [params[f"{2 * i}.weight"] for i in range(3)]
+    bs = [params[f"{2 * i}.bias"] for i in range(3)]
+    rows = np.arange(BATCH)
+
+    def step():
+        acts, a = [x], x
+        for i in range(3):  # forward; keep each layer's input
+            z = a @ Ws[i].T
+            z += bs[i]
+            if i < 2:
+                np.maximum(z, 0, out=z)
+                acts.append(z)
+            a = z
+        m = a.max(axis=1, keepdims=True)
+        e = np.exp(a - m)
+        s = e.sum(axis=1, keepdims=True)
+        loss = float(np.mean(np.log(s[:, 0]) + m[:, 0] - a[rows, y]))
+        g = e / s  # d loss / d logits = (softmax - onehot) / N
+        g[rows, y] -= 1
+        g /= BATCH
+        for i in reversed(range(3)):
+            gw = g.T @ acts[i]
+            gb = g.sum(axis=0)
+            if i > 0:
+                g = g @ Ws[i]
+                g *= acts[i] > 0
+            Ws[i] -= LR * gw
+            bs[i] -= LR * gb
+        return loss
+
+    return step
+
+
+def torch_step():
+    import torch
+
+    x, y, params = _data()
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 10))  # fmt: skip
+    model.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    X, Y = torch.tensor(x), torch.tensor(y)
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(X), Y)
+        loss.backward()
+        opt.step()
+        return float(loss)
+
+    return step
+
+
+def main(repeats: int = 50) -> str:
+    title = "mlp: 784-512-512-10, ReLU, cross-entropy, batch 128, one SGD step"
+    return run(title, {AUTODIFF: autodiff_step, NUMPY: numpy_step, TORCH: torch_step}, repeats)
+
+
+if __name__ == "__main__":
+    print(main())

@@ -226,6 +226,8 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                 xp, g, ans, args, kwargs = glue.prepare(node, g)
                 fitted = False
                 if op.joint:
+                    if op.needs:
+                        kwargs = dict(kwargs, needs=tuple(e is not None for e in edges))
                     grads = op.vjp(xp, g, ans, *args, **kwargs)
                 else:
                     rules = op.vjp

@@ -40,6 +40,9 @@ class Op:
     """``impl(B) -> raw function``; default: the backend's function of the same name."""
     public: Callable | None = None
     """``public(f) -> function`` with the standard's signature, when it differs."""
+    needs: bool = False
+    """A joint rule that takes ``needs=`` (per argument: whether its gradient is
+    wanted), so it can skip work for arguments that need none."""
     saves: tuple | None = None
     """Positions of the arguments whose values the rule reads (None: all)."""
     saves_ans: bool = False

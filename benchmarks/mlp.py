@@ -96,7 +96,7 @@ def torch_step():
         loss = torch.nn.functional.cross_entropy(model(X), Y)
         loss.backward()
         opt.step()
-        return float(loss)
+        return loss.item()
 
     return step
 

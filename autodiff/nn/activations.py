@@ -119,13 +119,19 @@ def _gelu_grad(xp, x, approximate):
 
 
 # -- ops -----------------------------------------------------------------------------
+def _zero(xp, a):
+    """A 0-d zero of ``a``'s dtype and device (broadcasts without a full-size buffer)."""
+    return xp.zeros((), dtype=a.dtype, device=a.device)
+
+
 def _relu(B):
-    return lambda x: B.where(x > 0, x, B.zeros_like(x))
+    return lambda x: B.maximum(x, _zero(B, x))  # one pass; NaN propagates
 
 
 defop(
     "nn.relu",
-    lambda xp, g, ans, x: xp.where(ans > 0, g, xp.zeros_like(g)),  # relu'(0) = 0
+    # relu'(0) = 0. A multiply by the 0/1 mask: NumPy's where is ten times slower.
+    lambda xp, g, ans, x: g * xp.astype(ans > 0, g.dtype),
     chapter=CH, impl=_relu, saves=(), saves_ans=True, twice=False,
     doc="max(x, 0); the gradient at 0 is 0",
 )  # fmt: skip

@@ -92,34 +92,39 @@ def _conv2d(xp, x, w, b, *, stride, pads, dilation, groups):
     return y if b is None else y + xp.reshape(b, (1, o, 1, 1))
 
 
-def _weight_grad(xp, gm, p, groups):
-    """sum over the batch of G @ P^T, per group: (groups, O/groups, K)."""
-    if groups == 1:
-        return xp.expand_dims(
-            xp.tensordot(gm[:, 0, ...], p[:, 0, ...], axes=([0, 2], [0, 2])), axis=0
-        )
+def _weight_grad(xp, gm, p):
+    """The sum over the batch of G @ P^T, per group: (groups, O/groups, K).
+
+    A batched matmul, then the sum: much faster than one tensordot over (N, oh*ow),
+    which copies G and P into long matrices first."""
     return xp.sum(gm @ xp.matrix_transpose(p), axis=0)
 
 
-def _conv2d_rule(xp, g, ans, x, w, b, *, stride, pads, dilation, groups):
+# One rule per argument: each runs only when its argument needs a gradient (the
+# input of a first layer needs none), and reads only what it needs.
+def _conv2d_dx(xp, g, ans, x, w, b, *, stride, pads, dilation, groups):
     n, c, h, wd = x.shape
     o, kernel = w.shape[0], tuple(w.shape[2:])
-    p, out = _patches(xp, x, kernel, stride, pads, dilation, groups)
+    out = tuple(g.shape[-2:])
     gm = xp.reshape(g, (n, groups, o // groups, out[0] * out[1]))
     wm = xp.reshape(w, (groups, o // groups, -1))
-    dw = xp.reshape(_weight_grad(xp, gm, p, groups), tuple(w.shape))
     dp = xp.reshape(xp.matrix_transpose(wm) @ gm, (n, c) + kernel + out)
     size = (h + pads[0] + pads[1], wd + pads[2] + pads[3])
     dx = xp.col2im2d(dp, size=size, stride=stride, dilation=dilation)
-    if any(pads):
-        dx = _crop(xp, dx, pads, (h, wd))
-    db = None if b is None else xp.sum(g, axis=(0, 2, 3))
-    return dx, dw, db
+    return _crop(xp, dx, pads, (h, wd)) if any(pads) else dx
+
+
+def _conv2d_dw(xp, g, ans, x, w, b, *, stride, pads, dilation, groups):
+    n, o = g.shape[0], w.shape[0]
+    p, out = _patches(xp, x, tuple(w.shape[2:]), stride, pads, dilation, groups)
+    gm = xp.reshape(g, (n, groups, o // groups, out[0] * out[1]))
+    return xp.reshape(_weight_grad(xp, gm, p), tuple(w.shape))
 
 
 defop(
     "nn.conv2d",
-    vjp=_conv2d_rule,
+    vjp=(_conv2d_dx, _conv2d_dw, lambda xp, g, ans, x, w, b, **kw: xp.sum(g, axis=(0, 2, 3))),
+    saves=((1,), (0,), ()),
     chapter=CH,
     impl=lambda B: lambda x, w, b, **kw: _conv2d(B, x, w, b, **kw),
     doc="2-D convolution (cross-correlation), NCHW, weight (O, C/groups, kh, kw)",
@@ -206,7 +211,7 @@ def _conv_transpose2d_rule(xp, g, ans, x, w, b, *, stride, padding, output_paddi
     xm = xp.reshape(x, (n, groups, cg, h * wd))
     wm = xp.reshape(w, (groups, cg, -1))
     dx = xp.reshape(wm @ dcols, tuple(x.shape))
-    dw = xp.reshape(_weight_grad(xp, xm, dcols, groups), tuple(w.shape))
+    dw = xp.reshape(_weight_grad(xp, xm, dcols), tuple(w.shape))
     db = None if b is None else xp.sum(g, axis=(0, 2, 3))
     return dx, dw, db
 

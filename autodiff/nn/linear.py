@@ -15,7 +15,12 @@ __all__ = ["linear"]
 
 def _linear(xp, x, w, b):
     y = xp.matmul(x, xp.matrix_transpose(w))
-    return y if b is None else y + b
+    if b is None:
+        return y
+    if b.dtype == y.dtype and b.ndim <= y.ndim:
+        y += b  # y is ours alone: adding in place saves a temporary
+        return y
+    return y + b
 
 
 def _rows(xp, a):

@@ -89,14 +89,18 @@ def _max_pool_rule(xp, g, ans, x, *, kernel, stride, dilation, pads, out):
     """The first maximum of each window (in window order) gets the gradient."""
     xpad = _padded(xp, x, pads, -math.inf)
     grad = xp.zeros(xpad.shape, dtype=g.dtype, device=g.device)
-    taken = xp.zeros(ans.shape, dtype=xp.bool, device=g.device)
-    zero = xp.zeros_like(g)
+    taken = None
     for key in _offsets(kernel, stride, dilation, out):
-        hit = (xpad[key] == ans) & ~taken
-        taken = taken | hit
-        grad[key] = grad[key] + xp.where(hit, g, zero)
+        hit = xpad[key] == ans
+        if taken is None:
+            taken = hit
+        else:
+            hit = hit & ~taken
+            taken = taken | hit
+        # A multiply by the 0/1 mask: NumPy's where is ten times slower.
+        grad[key] += g * xp.astype(hit, g.dtype)
     n, c, h, w = x.shape
-    return grad[..., pads[0] : pads[0] + h, pads[2] : pads[2] + w]
+    return grad[..., pads[0] : pads[0] + h, pads[2] : pads[2] + w] if any(pads) else grad
 
 
 defop(

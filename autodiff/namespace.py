@@ -367,7 +367,7 @@ class _Ops:
 
     def _generic(self, op, raw):
         ops, cls, name = self, self.cls, op.name
-        kind, view = op.kind, op.view
+        kind, view, residuals = op.kind, op.view, op.residuals
 
         def generic(*args, **kwargs):
             raws = list(args)
@@ -391,8 +391,11 @@ class _Ops:
             except Exception as exc:
                 _add_op_name(exc, name)
                 raise
+            res = None
+            if residuals:
+                out, res = out
             if rg and kind != CONST and mode.enabled:
-                return ops._record(op, out, args, raws, kwargs)
+                return ops._record(op, out, args, raws, kwargs, res)
             t = ops._wrap_out(out)
             if view and isinstance(t, Tensor) and isinstance(args[0], Tensor):
                 _share_version(args[0], t)
@@ -407,7 +410,7 @@ class _Ops:
             "under autodiff.no_grad(), if no gradient is needed)"
         )
 
-    def _record(self, op: Op, out, args, raws, kwargs):
+    def _record(self, op: Op, out, args, raws, kwargs, residuals=None):
         """Wrap ``out`` as the output(s) of a new node for this call."""
         B = self._B
         multi = isinstance(out, (tuple, list))
@@ -469,6 +472,8 @@ class _Ops:
             results.append(t)
         if op.saves_ans:
             node.ans = tuple(outs) if multi else outs[0]
+        elif residuals is not None:
+            node.ans = residuals
         node.versions = tuple(versions)
         if not multi:
             return results[0]
@@ -653,6 +658,8 @@ class _Glue:
         ans = node.ans
         if not self.create:
             return self.xp, gs, ans, args, node.kwargs
+        if node.op.residuals:
+            ans = None  # the rule recomputes them in the graph, for higher derivatives
         wrap = ops._wrap
         for i, a in enumerate(args):
             e = edges[i]

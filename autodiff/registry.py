@@ -43,6 +43,11 @@ class Op:
     needs: bool = False
     """A joint rule that takes ``needs=`` (per argument: whether its gradient is
     wanted), so it can skip work for arguments that need none."""
+    residuals: bool = False
+    """The forward (``impl``) returns ``(out, residuals)``: values its rule would
+    otherwise recompute (gates, attention weights). The rule gets them as ``ans``;
+    under ``create_graph`` it gets None and recomputes, so that second derivatives
+    flow through them."""
     saves: tuple | None = None
     """Positions of the arguments whose values the rule reads (None: all)."""
     saves_ans: bool = False

@@ -1,4 +1,8 @@
-"""``python -m benchmarks CASE [--repeats N]``: run one benchmark case."""
+"""``python -m benchmarks CASE [--repeats N] [--without NAME]``: run one benchmark case.
+
+``--without torch`` leaves PyTorch out (its OpenMP threads keep spinning after each
+call and slow whatever runs next on a 2-core machine: useful to see the NumPy ratio
+alone)."""
 
 import argparse
 import importlib
@@ -11,7 +15,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     p.add_argument("case", choices=CASES)
     p.add_argument("--repeats", type=int, default=50)
+    p.add_argument("--without", action="append", default=[], choices=("torch",),
+                   help="leave an implementation out")  # fmt: skip
     args = p.parse_args(argv)
+    if "torch" in args.without:
+        from . import _case
+
+        _case.SKIP.add(_case.TORCH)
     print(importlib.import_module(f"benchmarks.{args.case}").main(args.repeats))
 
 

@@ -13,6 +13,7 @@ from ._timing import interleave
 from .threads import limit_threads
 
 AUTODIFF, NUMPY, TORCH = "autodiff (numpy)", "hand-written NumPy", "PyTorch CPU"
+SKIP: set = set()  # implementations left out (``--without torch``)
 
 
 def peak_bytes(step) -> int:
@@ -33,6 +34,8 @@ def run(title: str, factories: dict, repeats: int, *, rtol=1e-4, scale=1e3, unit
     limit_threads(2)
     impls = {}
     for name, make in factories.items():
+        if name in SKIP:
+            continue
         try:
             impls[name] = make()
         except ImportError:
@@ -62,3 +65,24 @@ def run(title: str, factories: dict, repeats: int, *, rtol=1e-4, scale=1e3, unit
     if AUTODIFF in memory and memory[NUMPY]:
         lines.append(f"\npeak memory autodiff / NumPy: {memory[AUTODIFF] / memory[NUMPY]:.2f}")
     return "\n".join(lines)
+
+
+def check_grads(factories: dict, rtol: float = 1e-3) -> None:
+    """One step of each implementation; their weight gradients agree with NumPy's to
+    ``rtol`` times the largest |gradient| of each weight."""
+    got = {}
+    for name, make in factories.items():
+        if name in SKIP:
+            continue
+        try:
+            step = make()
+        except ImportError:
+            continue
+        step()
+        got[name] = step.grads()
+    ref = got[NUMPY]
+    for name, grads in got.items():
+        assert sorted(grads) == sorted(ref), f"{name}: gradients of {sorted(grads)}"
+        for k, g in grads.items():
+            tol = rtol * float(np.abs(ref[k]).max())
+            np.testing.assert_allclose(g, ref[k], rtol=0, atol=tol, err_msg=f"{name}: d {k}")

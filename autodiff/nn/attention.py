@@ -94,11 +94,14 @@ def _scores(xp, q, k, mask, is_causal, scale):
 
 
 def _sdpa(xp, q, k, v, mask, is_causal, scale):
-    return _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1) @ v
-
-
-def _sdpa_rule(xp, g, ans, q, k, v, mask, *, is_causal, scale):
+    """The output and, as the residual for the rule, the attention weights."""
     a = _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1)
+    return a @ v, a
+
+
+def _sdpa_rule(xp, g, a, q, k, v, mask, *, is_causal, scale):
+    if a is None:  # under create_graph: recomputed, so that it is differentiated too
+        a = _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1)
     da = g @ xp.matrix_transpose(v)
     ds = a * (da - xp.sum(da * a, axis=-1, keepdims=True))
     dq = (ds @ k) * scale
@@ -112,6 +115,7 @@ defop(
     "nn.scaled_dot_product_attention",
     vjp=_sdpa_rule,
     chapter=CH,
+    residuals=True,
     impl=lambda B: (
         lambda q, k, v, mask, *, is_causal, scale: _sdpa(B, q, k, v, mask, is_causal, scale)
     ),

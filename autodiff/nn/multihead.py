@@ -57,17 +57,14 @@ class MultiheadAttention(Module):
             init.zeros_(self.out_proj.bias)
 
     def _project(self, xp, query, key, value):
+        # One F.linear per projection, on slices of the packed weight: each is one
+        # BLAS call with its own weight gradient (slicing a packed q|k|v output
+        # instead costs full-size zero buffers in the backward pass).
         w, b, E = self.in_proj_weight, self.in_proj_bias, self.embed_dim
-        if query is key and key is value:  # self-attention: one matmul for q, k and v
-            qkv = xp.matmul(query, xp.matrix_transpose(w))
-            if b is not None:
-                qkv = qkv + b
-            return qkv[..., :E], qkv[..., E : 2 * E], qkv[..., 2 * E :]
-        out = []
-        for i, x in enumerate((query, key, value)):
-            y = xp.matmul(x, xp.matrix_transpose(w[i * E : (i + 1) * E, :]))
-            out.append(y if b is None else y + b[i * E : (i + 1) * E])
-        return out
+        return [
+            F.linear(x, w[i * E : (i + 1) * E, :], None if b is None else b[i * E : (i + 1) * E])
+            for i, x in enumerate((query, key, value))
+        ]
 
     def _mask(self, xp, attn_mask, key_padding_mask, n):
         """The mask for F.scaled_dot_product_attention (True = attend, or additive)."""

@@ -47,31 +47,39 @@ def _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
 
 
 def _gru(xp, x, h, w_ih, w_hh, b_ih, b_hh):
-    r, z, n, _ = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
-    return (1 - z) * n + z * h
+    """h_next and, as the residual for the rule, the gates (r, z, n, W_hn h + b_hn)."""
+    gates = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
+    r, z, n, _ = gates
+    return (1 - z) * n + z * h, gates
 
 
-def _gru_rule(xp, g, ans, x, h, w_ih, w_hh, b_ih, b_hh):
+def _gru_rule(xp, g, gates, x, h, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
     unbatched = x.ndim == 1
     x, h, g = _batched(xp, x, h, g)
-    r, z, n, hn = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
+    if gates is None:  # under create_graph: recomputed, so that they are differentiated too
+        gates = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
+    r, z, n, hn = _batched(xp, *gates)
     dpre_n = g * (1 - z) * (1 - n * n)
     dpre_r = dpre_n * hn * r * (1 - r)
     dpre_z = g * (h - n) * z * (1 - z)
     dgi = xp.concat([dpre_r, dpre_z, dpre_n], axis=-1)
     dgh = xp.concat([dpre_r, dpre_z, dpre_n * r], axis=-1)
-    dx = dgi @ w_ih
-    dh = dgh @ w_hh + g * z
-    grads = [dx, dh, _weight_grad(xp, dgi, x), _weight_grad(xp, dgh, h),
+    dx = dgi @ w_ih if needs[0] else None
+    dh = dgh @ w_hh + g * z if needs[1] else None
+    grads = [dx, dh, _weight_grad(xp, dgi, x) if needs[2] else None,
+             _weight_grad(xp, dgh, h) if needs[3] else None,
              None if b_ih is None else dgi, None if b_hh is None else dgh]  # fmt: skip
     if unbatched:
-        grads[0], grads[1] = dx[0, ...], dh[0, ...]
+        grads[0] = None if dx is None else dx[0, ...]
+        grads[1] = None if dh is None else dh[0, ...]
     return grads
 
 
 defop(
     "nn.gru_cell",
     vjp=_gru_rule,
+    needs=True,
+    residuals=True,
     chapter=CH,
     impl=lambda B: lambda *a: _gru(B, *a),
     doc="one GRU step: torch's formula, b_hn inside r * (W_hn h + b_hn)",
@@ -113,7 +121,7 @@ def _lstm(xp, x, h, c, w_ih, w_hh, b_ih, b_hh):
     return o * xp.tanh(c_next), c_next
 
 
-def _lstm_rule(xp, gs, ans, x, h, c, w_ih, w_hh, b_ih, b_hh):
+def _lstm_rule(xp, gs, ans, x, h, c, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 7):
     unbatched = x.ndim == 1
     gh, gc = gs
     x, h, c, gh, gc = _batched(xp, x, h, c, gh, gc)
@@ -124,16 +132,20 @@ def _lstm_rule(xp, gs, ans, x, h, c, w_ih, w_hh, b_ih, b_hh):
         [dc_next * g * i * (1 - i), dc_next * c * f * (1 - f), dc_next * i * (1 - g * g),
          gh * tc * o * (1 - o)], axis=-1,
     )  # fmt: skip
-    dx, dh, dc = dpre @ w_ih, dpre @ w_hh, dc_next * f
+    dx = dpre @ w_ih if needs[0] else None
+    dh = dpre @ w_hh if needs[1] else None
+    dc = dc_next * f
     if unbatched:
-        dx, dh, dc = dx[0, ...], dh[0, ...], dc[0, ...]
-    return (dx, dh, dc, _weight_grad(xp, dpre, x), _weight_grad(xp, dpre, h),
+        dx, dh, dc = (None if a is None else a[0, ...] for a in (dx, dh, dc))
+    return (dx, dh, dc, _weight_grad(xp, dpre, x) if needs[3] else None,
+            _weight_grad(xp, dpre, h) if needs[4] else None,
             None if b_ih is None else dpre, None if b_hh is None else dpre)  # fmt: skip
 
 
 defop(
     "nn.lstm_cell",
     vjp=_lstm_rule,
+    needs=True,
     chapter=CH,
     impl=lambda B: lambda *a: _lstm(B, *a),
     nout=2,

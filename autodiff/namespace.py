@@ -589,7 +589,11 @@ class _Ops:
             g = self._B.ones_like(t.data)
         else:
             g = self._as_raw(grad, t.data, "backward")
-        glue = self.tensor_glue if create_graph else self.raw_glue
+        if create_graph:
+            glue = self.tensor_glue
+        else:  # per call: it tracks the gradient buffers this backward hands to leaves
+            glue = _Glue(self, self._B, create=False)
+            glue.handed[id(g)] = g  # the caller's array: never a leaf's grad as it is
         g = glue.lift(g)
         if t._node is None:
             glue.accumulate_leaf(t, g)
@@ -608,6 +612,10 @@ class _Glue:
         self.ops = ops
         self.xp = xp
         self.create = create
+        # id -> array (kept alive so ids stay unique): arrays given to leaves as their
+        # grad, and those of them this backward allocated (safe to add into in place).
+        self.handed = {}
+        self.mine = {}
 
     def lift(self, g):
         return self.ops._wrap(g) if self.create else g
@@ -637,9 +645,21 @@ class _Glue:
         if self.create:
             leaf.grad = g if leaf.grad is None else ops.add(leaf.grad, g)
         elif leaf.grad is None:
-            leaf.grad = ops._wrap(ops._B.own(g))
+            # One gradient array can reach two leaves (x + y): each gets its own buffer.
+            g = ops._B.asarray(g, copy=True) if id(g) in self.handed else ops._B.own(g)
+            self.handed[id(g)] = self.mine[id(g)] = g
+            leaf.grad = ops._wrap(g)
         else:
-            leaf.grad = ops._wrap_out(leaf.grad.data + g)  # 0-d numpy sums are scalars
+            d = leaf.grad.data
+            if id(d) in self.mine and d.shape == g.shape and d.dtype == g.dtype:
+                d += g  # a buffer of this backward: accumulate without a new array
+                leaf.grad._ops._bump(leaf.grad)
+            else:
+                d = d + g
+                if not self.ops._B.is_array(d):  # 0-d numpy sums are scalars
+                    d = self.ops._B.asarray(d)
+                self.handed[id(d)] = self.mine[id(d)] = d
+                leaf.grad = ops._wrap(d)
 
     def prepare(self, node, gs):
         """(xp, g, ans, args, kwargs) for the node's rule: Meta for arguments it

@@ -363,3 +363,27 @@ def test_backward_releases_saved_arrays(xp, retain):
         assert node.args is None
         assert saved() is None
     assert math.isfinite(float(val(loss)))
+
+
+def test_leaf_grads_never_share_a_buffer(xp):
+    """One gradient array reaching two leaves (x + y), or the caller's grad=, is
+    copied: scaling one leaf's grad in place (clip_grad_norm_) leaves the other."""
+    x = xp.asarray([1.0, 2.0], requires_grad=True)
+    y = xp.asarray([3.0, 4.0], requires_grad=True)
+    u = xp.asarray([1.0, 1.0])
+    (x + y).backward(u)
+    with ad.no_grad():
+        x.grad *= 10.0
+    np.testing.assert_array_equal(np.asarray(y.grad.data), [1.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(u.data), [1.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(x.grad.data), [10.0, 10.0])
+
+
+def test_accumulation_keeps_an_earlier_grad_object_unchanged(xp):
+    w = xp.asarray([1.0, 2.0], requires_grad=True)
+    xp.sum(w * w + w).backward()  # fan-out: 2w + 1, accumulated within one backward
+    first = w.grad
+    np.testing.assert_array_equal(np.asarray(first.data), [3.0, 5.0])
+    xp.sum(3.0 * w).backward()
+    np.testing.assert_array_equal(np.asarray(w.grad.data), [6.0, 8.0])
+    np.testing.assert_array_equal(np.asarray(first.data), [3.0, 5.0])

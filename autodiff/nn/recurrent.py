@@ -17,7 +17,12 @@ CH = "nn.recurrent"
 def _affine(xp, a, w, b):
     """a @ w^T (+ b): torch's (out, in) weight layout."""
     y = a @ xp.matrix_transpose(w)
-    return y if b is None else y + b
+    if b is None:
+        return y
+    if b.dtype == y.dtype:
+        y += b  # y is ours alone: no temporary
+        return y
+    return y + b
 
 
 def _batched(xp, *arrays):
@@ -39,10 +44,12 @@ def _split(xp, a, k):
 def _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
     gi = _affine(xp, x, w_ih, b_ih)
     gh = _affine(xp, h, w_hh, b_hh)
-    (ir, iz, in_), (hr, hz, hn) = _split(xp, gi, 3), _split(xp, gh, 3)
-    r = _sigmoid(xp, ir + hr)
-    z = _sigmoid(xp, iz + hz)
-    n = xp.tanh(in_ + r * hn)
+    H = gh.shape[-1] // 3
+    rz = _sigmoid(xp, gi[..., : 2 * H] + gh[..., : 2 * H])  # r and z in one pass
+    r, z = rz[..., :H], rz[..., H:]
+    # a copy: a view would keep all of gh alive until the backward pass
+    hn = xp.asarray(gh[..., 2 * H :], copy=True)
+    n = xp.tanh(gi[..., 2 * H :] + r * hn)
     return r, z, n, hn
 
 
@@ -50,7 +57,7 @@ def _gru(xp, x, h, w_ih, w_hh, b_ih, b_hh):
     """h_next and, as the residual for the rule, the gates (r, z, n, W_hn h + b_hn)."""
     gates = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
     r, z, n, _ = gates
-    return (1 - z) * n + z * h, gates
+    return n + z * (h - n), gates
 
 
 def _gru_rule(xp, g, gates, x, h, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
@@ -68,7 +75,8 @@ def _gru_rule(xp, g, gates, x, h, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
     dh = dgh @ w_hh + g * z if needs[1] else None
     grads = [dx, dh, _weight_grad(xp, dgi, x) if needs[2] else None,
              _weight_grad(xp, dgh, h) if needs[3] else None,
-             None if b_ih is None else dgi, None if b_hh is None else dgh]  # fmt: skip
+             None if b_ih is None or not needs[4] else xp.sum(dgi, axis=0),
+             None if b_hh is None or not needs[5] else xp.sum(dgh, axis=0)]  # fmt: skip
     if unbatched:
         grads[0] = None if dx is None else dx[0, ...]
         grads[1] = None if dh is None else dh[0, ...]

@@ -99,8 +99,9 @@ def _logsumexp(xp, x, axis, keepdims):
 
 
 def _log_softmax(xp, x, axis):
-    s = xp.sum(xp.exp(x - _max_const(xp, x, axis)), axis=axis, keepdims=True)
-    return x - _max_const(xp, x, axis) - xp.log(xp.where(s == 0, xp.ones_like(s), s))
+    shifted = x - _max_const(xp, x, axis)
+    s = xp.sum(xp.exp(shifted), axis=axis, keepdims=True)
+    return shifted - xp.log(xp.where(s == 0, xp.ones_like(s), s))
 
 
 def _gelu(xp, x, approximate):

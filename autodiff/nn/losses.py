@@ -115,8 +115,8 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
             f"{tuple(input.shape)} (expected {expected})"
         )
     c = input.shape[1]
-    bad = (target != ignore_index) & ((target < 0) | (target >= c))
-    if bool(xp.any(bad)):
+    B, t = ops._B, target.data  # checked on the raw array: no graph, no wrappers
+    if bool(B.any(((t < 0) | (t >= c)) & (t != ignore_index))):
         raise IndexError(f"cross_entropy: target out of range: classes are 0..{c - 1}")
     return ops.nn.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
                                 label_smoothing=float(label_smoothing))  # fmt: skip

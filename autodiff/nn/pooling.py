@@ -86,19 +86,25 @@ def _max_pool(xp, x, *, kernel, stride, dilation, pads, out):
 
 
 def _max_pool_rule(xp, g, ans, x, *, kernel, stride, dilation, pads, out):
-    """The first maximum of each window (in window order) gets the gradient."""
+    """The first maximum of each window (in window order) gets the gradient.
+
+    ``rest`` is the part of g not given out yet: the first offset that holds the
+    maximum takes all of it, later ties get zero. Windows that don't overlap write
+    their planes without reading them back."""
     xpad = _padded(xp, x, pads, -math.inf)
     grad = xp.zeros(xpad.shape, dtype=g.dtype, device=g.device)
-    taken = None
-    for key in _offsets(kernel, stride, dilation, out):
-        hit = xpad[key] == ans
-        if taken is None:
-            taken = hit
-        else:
-            hit = hit & ~taken
-            taken = taken | hit
+    disjoint = all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel, stride, dilation))
+    keys = _offsets(kernel, stride, dilation, out)
+    rest = g
+    for i, key in enumerate(keys):
         # A multiply by the 0/1 mask: NumPy's where is ten times slower.
-        grad[key] += g * xp.astype(hit, g.dtype)
+        part = rest * xp.astype(xpad[key] == ans, g.dtype)
+        if i + 1 < len(keys):
+            rest = rest - part
+        if disjoint:
+            grad[key] = part
+        else:
+            grad[key] += part
     n, c, h, w = x.shape
     return grad[..., pads[0] : pads[0] + h, pads[2] : pads[2] + w] if any(pads) else grad
 

@@ -61,10 +61,10 @@ def numpy_step():
     N, L, E = BATCH, SEQ, EMBED
     scale = 1 / np.sqrt(E)
     x2 = x.reshape(N * L, E)
-    dqkv = np.empty((N, L, 3 * E), np.float32)
     grads = {}
 
     def step():
+        dqkv = np.empty((N, L, 3 * E), np.float32)  # in the step: its peak memory counts it
         qkv = (x2 @ w_in.T).reshape(N, L, 3 * E)
         qkv += b_in
         q, k, v = qkv[..., :E], qkv[..., E : 2 * E], qkv[..., 2 * E :]

@@ -57,15 +57,16 @@ def numpy_step():
     H, T, B = HIDDEN, STEPS, BATCH
     x2 = x.reshape(T * B, N_IN)
     w_hh_t = np.ascontiguousarray(w_hh.T)
-    hs = np.zeros((T + 1, B, H), np.float32)  # h_0 .. h_T
-    rz = np.empty((T, B, 2 * H), np.float32)  # sigmoid gates r, z
-    ns = np.empty((T, B, H), np.float32)  # tanh gate n
-    hn = np.empty((T, B, H), np.float32)  # W_hn h + b_hn
-    dgi = np.empty((T, B, 3 * H), np.float32)  # d pre-activations, input side
-    dgh = np.empty((T, B, 3 * H), np.float32)  # hidden side (n part times r)
     grads = {}
 
     def step():
+        # Buffers are made in the step, so that its peak memory counts them.
+        hs = np.zeros((T + 1, B, H), np.float32)  # h_0 .. h_T
+        rz = np.empty((T, B, 2 * H), np.float32)  # sigmoid gates r, z
+        ns = np.empty((T, B, H), np.float32)  # tanh gate n
+        hn = np.empty((T, B, H), np.float32)  # W_hn h + b_hn
+        dgi = np.empty((T, B, 3 * H), np.float32)  # d pre-activations, input side
+        dgh = np.empty((T, B, 3 * H), np.float32)  # hidden side (n part times r)
         gi = (x2 @ w_ih.T).reshape(T, B, 3 * H)
         gi += b_ih
         for t in range(T):

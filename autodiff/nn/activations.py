@@ -87,7 +87,8 @@ def _max_const(xp, x, axis):
 def _softmax(xp, x, axis):
     e = xp.exp(x - _max_const(xp, x, axis))
     s = xp.sum(e, axis=axis, keepdims=True)
-    return e / xp.where(s == 0, xp.ones_like(s), s)  # a row of -inf: all zeros
+    e /= xp.where(s == 0, xp.ones_like(s), s)  # a row of -inf: all zeros; e is ours alone
+    return e
 
 
 def _logsumexp(xp, x, axis, keepdims):

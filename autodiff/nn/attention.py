@@ -80,7 +80,8 @@ def rope(x, positions=None, base=10000.0, interleaved=False):
 
 # -- scaled dot-product attention ------------------------------------------------------------
 def _scores(xp, q, k, mask, is_causal, scale):
-    s = (q @ xp.matrix_transpose(k)) * scale
+    s = q @ xp.matrix_transpose(k)
+    s *= scale  # s is ours alone
     if is_causal:
         L, S = s.shape[-2], s.shape[-1]
         causal = xp.tril(xp.ones((L, S), dtype=xp.bool, device=s.device))
@@ -102,12 +103,14 @@ def _sdpa(xp, q, k, v, mask, is_causal, scale):
 def _sdpa_rule(xp, g, a, q, k, v, mask, *, is_causal, scale):
     if a is None:  # under create_graph: recomputed, so that it is differentiated too
         a = _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1)
-    da = g @ xp.matrix_transpose(v)
-    ds = a * (da - xp.sum(da * a, axis=-1, keepdims=True))
-    dq = (ds @ k) * scale
-    dk = (xp.matrix_transpose(ds) @ q) * scale
+    ds = g @ xp.matrix_transpose(v)  # d a, then d scores in place (ours alone)
+    ds -= xp.sum(ds * a, axis=-1, keepdims=True)
+    ds *= a
+    dmask = None if mask is None or mask.dtype == xp.bool else xp.asarray(ds, copy=True)
+    ds *= scale
+    dq = ds @ k
+    dk = xp.matrix_transpose(ds) @ q
     dv = xp.matrix_transpose(a) @ g
-    dmask = None if mask is None or mask.dtype == xp.bool else ds
     return dq, dk, dv, dmask
 
 

@@ -114,10 +114,15 @@ class MultiheadAttention(Module):
         if same:
             key = value = query
         n, L, S = query.shape[0], query.shape[1], key.shape[1]
-        q, k, v = self._project(xp, query, key, value)
-        q = xp.permute_dims(xp.reshape(q, (n, L, h, d)), (0, 2, 1, 3))
-        k = xp.permute_dims(xp.reshape(k, (n, S, h, d)), (0, 2, 1, 3))
-        v = xp.permute_dims(xp.reshape(v, (n, S, h, d)), (0, 2, 1, 3))
+        if same:  # self-attention: one matmul for q, k and v, split by unstack
+            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
+            qkv = xp.permute_dims(xp.reshape(qkv, (n, L, 3, h, d)), (2, 0, 3, 1, 4))
+            q, k, v = xp.unstack(qkv, axis=0)
+        else:
+            q, k, v = self._project(xp, query, key, value)
+            q = xp.permute_dims(xp.reshape(q, (n, L, h, d)), (0, 2, 1, 3))
+            k = xp.permute_dims(xp.reshape(k, (n, S, h, d)), (0, 2, 1, 3))
+            v = xp.permute_dims(xp.reshape(v, (n, S, h, d)), (0, 2, 1, 3))
         if self.rope:
             q, k = F.rope(q, base=self.rope_base), F.rope(k, base=self.rope_base)
         if key_padding_mask is not None and unbatched:

@@ -24,7 +24,14 @@ KERNELS = ("index_add", "own", "bernoulli", "pad2d", "windows2d", "col2im2d")
 # Module of fast paths, by the name of the canonical (array-api-compat) namespace.
 _FAST = {
     "numpy": "backends.numpy_fast",
+    "cupy": "backends.cupy_fast",
 }
+
+# Backends whose arrays live in device memory: reading a value back (``bool(any(...))``
+# in a validity check) is a device-to-host copy that stalls the stream.
+_DEVICE_MEMORY = frozenset({"cupy"})
+# Device names (torch, jax, ...) that are not host memory; any other device is.
+_ACCELERATORS = ("cuda", "gpu", "rocm", "hip", "mps", "xpu", "tpu", "meta")
 
 
 def _canonical(xp):
@@ -75,6 +82,10 @@ class Backend(types.SimpleNamespace):
         # numpy returns scalars (np.float64) from 0-d ufunc calls; arrays stay arrays.
         self.scalar_types = fast.SCALAR_TYPES if fast is not None else ()
         self.array_type = fast.ARRAY_TYPE if fast is not None else None
+        # Whether validity checks (target or index out of range) may read a value back
+        # to the host: True on CPU backends; torch and others are decided per array
+        # by ``checks_on_host``.
+        self.host_checks = key not in _DEVICE_MEMORY
 
     def __repr__(self):
         return f"<Backend {self.key}>"
@@ -86,6 +97,14 @@ class Backend(types.SimpleNamespace):
 
             d = array_api_compat.device(x)
         return d
+
+    def checks_on_host(self, x) -> bool:
+        """Whether a check may read a value of ``x`` back to the host (never on a GPU)."""
+        if not self.host_checks:
+            return False
+        # As torch's CUDA kernels, which assert asynchronously: no sync for a check.
+        device = str(self.device_of(x)).lower()
+        return not device.startswith(_ACCELERATORS)
 
     def size_of(self, x):
         n = 1

@@ -96,7 +96,7 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
 
     Out-of-range targets raise ``IndexError`` on CPU backends; on GPU backends they
     are not checked (no device-to-host read), as torch's CUDA kernels assert
-    asynchronously."""
+    asynchronously; CuPy wraps them around, as in its integer indexing."""
     ops = ops_of(input, target)
     xp = ops.namespace
     if reduction not in _REDUCTIONS:

@@ -97,7 +97,7 @@ def embedding(input, weight, padding_idx=None):
 
     Out-of-range indices raise ``IndexError`` on CPU backends; on GPU backends they
     are not checked (no device-to-host read), as torch's CUDA kernels assert
-    asynchronously."""
+    asynchronously; CuPy wraps them around, as in its integer indexing."""
     ops = ops_of(weight, input)
     xp = ops.namespace
     if weight.ndim != 2:
@@ -137,8 +137,10 @@ def dropout(input, p=0.5, training=True, seed=None):
     (inverted dropout); the identity when not ``training`` or ``p == 0``.
 
     ``seed`` (an int) makes the mask reproducible; without it each call draws a
-    new one. The standard has no random numbers: the mask is drawn by NumPy on the
-    host and moved to the input's device once (a host-to-device copy, never back).
+    new one. The standard has no random numbers: the mask comes from the backend's
+    ``bernoulli`` kernel: drawn by NumPy on the host and copied to the device once
+    (never back), or on the device by CuPy's generator (the same seed then gives
+    another mask than on NumPy).
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")

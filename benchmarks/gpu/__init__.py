@@ -1,0 +1,1 @@
+"""GPU benchmark cases and results (``scripts/gpu_check.py`` runs them)."""

@@ -137,12 +137,63 @@ def torch_step():
     return step
 
 
+def _layer_names(k):
+    return k.replace("_l0", "")
+
+
+def autodiff_layer_step():
+    """The same computation with ``nn.GRU`` (one op for the whole sequence)."""
+    import autodiff as ad
+    from autodiff import nn
+
+    x, params = _data()
+    xp = ad.Autodiff(np)
+    gru = nn.GRU(N_IN, HIDDEN)
+    gru.load_state_dict({f"{k}_l0": v for k, v in params.items()})
+    X = xp.asarray(x)
+
+    def step():
+        gru.zero_grad()
+        out, _ = gru(X)
+        h = out[-1]
+        loss = xp.mean(h * h)
+        loss.backward()
+        return float(loss)
+
+    step.grads = lambda: {
+        _layer_names(k): np.asarray(p.grad.data) for k, p in gru.named_parameters()
+    }
+    return step
+
+
+def torch_layer_step():
+    """``torch.nn.GRU`` (PyTorch's fused sequence kernel)."""
+    import torch
+
+    x, params = _data()
+    gru = torch.nn.GRU(N_IN, HIDDEN)
+    gru.load_state_dict({f"{k}_l0": torch.tensor(v) for k, v in params.items()})
+    X = torch.tensor(x)
+
+    def step():
+        gru.zero_grad()
+        out, _ = gru(X)
+        loss = (out[-1] ** 2).mean()
+        loss.backward()
+        return loss.item()
+
+    step.grads = lambda: {_layer_names(k): p.grad.numpy().copy() for k, p in gru.named_parameters()}
+    return step
+
+
 def main(repeats: int = 20) -> str:
     title = (
         f"gru: GRU cell {N_IN}->{HIDDEN}, batch {BATCH}, {STEPS} steps, loss mean(h_T^2), "
         "forward + backward"
     )
-    factories = {AUTODIFF: autodiff_step, NUMPY: numpy_step, TORCH: torch_step}
+    factories = {AUTODIFF: autodiff_step, NUMPY: numpy_step, TORCH: torch_step,
+                 "autodiff, nn.GRU": autodiff_layer_step,
+                 "PyTorch CPU, nn.GRU": torch_layer_step}  # fmt: skip
     check_grads(factories)
     return run(title, factories, repeats)
 

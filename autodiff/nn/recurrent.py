@@ -9,7 +9,7 @@ from ..registry import defop
 from ._dispatch import ops_of
 from .activations import _sigmoid
 
-__all__ = ["gru_cell", "lstm_cell", "gated_memory_cell"]
+__all__ = ["gru_cell", "gru_sequence", "lstm_cell", "gated_memory_cell"]
 
 CH = "nn.recurrent"
 
@@ -114,6 +114,93 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One GRU step (torch's formula): r, z, n gates from weights (3H, in) and (3H, H)."""
     _check_cell("gru_cell", input, hx, w_ih, w_hh, b_ih, b_hh, 3)
     return ops_of(input, hx, w_ih).nn.gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+# -- GRU over a whole sequence ----------------------------------------------------------
+def _gru_seq(xp, x, h0, w_ih, w_hh, b_ih, b_hh):
+    """Every step's state (T, N, H) and, as the residual, each step's gates.
+
+    The input projection of all T steps is one matmul (inputs don't depend on the state)."""
+    t_len, n = x.shape[0], x.shape[1]
+    gi = xp.reshape(_affine(xp, xp.reshape(x, (t_len * n, x.shape[-1])), w_ih, b_ih),
+                    (t_len, n, w_ih.shape[0]))  # fmt: skip
+    H = h0.shape[-1]
+    h, states, gates = h0, [], []
+    for t in range(t_len):
+        gh = _affine(xp, h, w_hh, b_hh)
+        git = gi[t, ...]
+        rz = _sigmoid(xp, git[..., : 2 * H] + gh[..., : 2 * H])
+        r, z = rz[..., :H], rz[..., H:]
+        hn = xp.asarray(gh[..., 2 * H :], copy=True)
+        nt = xp.tanh(git[..., 2 * H :] + r * hn)
+        h = nt + z * (h - nt)
+        states.append(h)
+        gates.append((r, z, nt, hn))
+    out = xp.stack(states, axis=0)
+    return out, (out, gates)
+
+
+def _gru_seq_rule(xp, g, res, x, h0, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
+    """Backpropagation through time; the weight gradients from all steps' stacked gate
+    gradients in one matmul each."""
+    if res is None:  # under create_graph: recomputed, so that it is differentiated too
+        res = _gru_seq(xp, x, h0, w_ih, w_hh, b_ih, b_hh)[1]
+    out, gates = res
+    t_len, n, H = out.shape
+    dh = None
+    # the gate gradients of every step, written in place: no list of steps to stack
+    dgi = xp.zeros((t_len, n, 3 * H), dtype=g.dtype, device=g.device)
+    dgh = xp.zeros((t_len, n, 3 * H), dtype=g.dtype, device=g.device)
+    for t in reversed(range(t_len)):
+        dh = g[t, ...] if dh is None else dh + g[t, ...]
+        r, z, nt, hn = gates[t]
+        prev = h0 if t == 0 else out[t - 1, ...]
+        dpre_n = dh * (1 - z) * (1 - nt * nt)
+        dpre_r = dpre_n * hn * r * (1 - r)
+        dpre_z = dh * (prev - nt) * z * (1 - z)
+        dgi[t, :, :H] = dpre_r
+        dgi[t, :, H : 2 * H] = dpre_z
+        dgi[t, :, 2 * H :] = dpre_n
+        dgh[t, :, : 2 * H] = dgi[t, :, : 2 * H]
+        dgh[t, :, 2 * H :] = dpre_n * r
+        dh = dgh[t, ...] @ w_hh + dh * z
+    dgi = xp.reshape(dgi, (t_len * n, 3 * H))
+    dgh = xp.reshape(dgh, (t_len * n, 3 * H))
+    x2 = xp.reshape(x, (t_len * n, x.shape[-1]))
+    prevs = xp.reshape(xp.concat([xp.expand_dims(h0, axis=0), out[:-1, ...]], axis=0),
+                       (t_len * n, H))  # fmt: skip
+    return (
+        xp.reshape(dgi @ w_ih, x.shape) if needs[0] else None,
+        dh if needs[1] else None,
+        _weight_grad(xp, dgi, x2) if needs[2] else None,
+        _weight_grad(xp, dgh, prevs) if needs[3] else None,
+        None if b_ih is None or not needs[4] else xp.sum(dgi, axis=0),
+        None if b_hh is None or not needs[5] else xp.sum(dgh, axis=0),
+    )
+
+
+defop(
+    "nn.gru_sequence",
+    vjp=_gru_seq_rule,
+    needs=True,
+    residuals=True,
+    chapter=CH,
+    impl=lambda B: lambda *a: _gru_seq(B, *a),
+    doc="a GRU over a sequence (T, N, in): every step's state (T, N, H)",
+)
+
+
+def gru_sequence(input, h0, w_ih, w_hh, b_ih=None, b_hh=None):
+    """A GRU layer over a whole sequence: ``input`` (T, N, in), ``h0`` (N, H); returns
+    every step's state, (T, N, H), as repeated ``gru_cell`` would, in one op (one
+    matmul for the inputs of all steps, one per weight gradient)."""
+    if input.ndim != 3 or h0.ndim != 2:
+        raise ValueError(
+            f"gru_sequence: input must be (T, N, in) and h0 (N, H), got "
+            f"{tuple(input.shape)} and {tuple(h0.shape)}"
+        )
+    _check_cell("gru_sequence", input[0, ...], h0, w_ih, w_hh, b_ih, b_hh, 3)
+    return ops_of(input, h0, w_ih).nn.gru_sequence(input, h0, w_ih, w_hh, b_ih, b_hh)
 
 
 # -- LSTM ------------------------------------------------------------------------------

@@ -121,17 +121,11 @@ class GRU(Module):
                 f"GRU: h_0 must have shape {(self.num_layers, n, self.hidden_size)}, "
                 f"got {tuple(hx.shape)}"
             )
-        steps = list(xp.unstack(x, axis=0))
         last = []
         for k, h in enumerate(xp.unstack(hx, axis=0)):
-            weights = self._layer(k)
-            outs = []
-            for xt in steps:
-                h = F.gru_cell(xt, h, *weights)
-                outs.append(h)
-            steps = outs
-            last.append(h)
-        output, h_n = xp.stack(steps, axis=0), xp.stack(last, axis=0)
+            x = F.gru_sequence(x, h, *self._layer(k))  # one op per layer
+            last.append(x[-1, ...])
+        output, h_n = x, xp.stack(last, axis=0)
         if unbatched:
             return output[:, 0, :], h_n[:, 0, :]
         if self.batch_first:

@@ -66,6 +66,18 @@ def _gmc(rng):
 
 
 spec("nn.gru_cell", _gru)
+
+
+def _gru_seq(rng):
+    w = [_in(rng, s) for s in ((3, N, IN), (N, H), (3 * H, IN), (3 * H, H), (3 * H,), (3 * H,))]
+    return [
+        Sample(tuple(w), lambda xp, x, h, a, b, c, d: F.gru_sequence(x, h, a, b, c, d),
+               "3 steps, biases"),
+        Sample(tuple(w[:4]), lambda xp, x, h, a, b: F.gru_sequence(x, h, a, b), "no biases"),
+    ]  # fmt: skip
+
+
+spec("nn.gru_sequence", _gru_seq)
 spec("nn.lstm_cell", _lstm)
 spec("nn.gated_memory_cell", _gmc)
 spec("nn.rope", lambda rng: [

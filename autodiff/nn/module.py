@@ -337,7 +337,27 @@ def _move(t, xp, dtype, device):
     t._rg = rg
 
 
-class Sequential(Module):
+class _Container(Module):
+    """Children numbered "0", "1", ...: indexing, len, iteration, append."""
+
+    def __getitem__(self, i):
+        mods = list(self._modules.values())
+        if isinstance(i, slice):
+            return type(self)(mods[i]) if isinstance(self, ModuleList) else Sequential(*mods[i])
+        return mods[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(list(self._modules.values()))
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+
+class Sequential(_Container):
     """Modules called one after the other: ``Sequential(Linear(4, 8), ReLU(), ...)``."""
 
     def __init__(self, *modules):
@@ -354,43 +374,11 @@ class Sequential(Module):
             x = m(x)
         return x
 
-    def __getitem__(self, i):
-        mods = list(self._modules.values())
-        if isinstance(i, slice):
-            return Sequential(*mods[i])
-        return mods[i]
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(list(self._modules.values()))
-
-    def append(self, module):
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-
-class ModuleList(Module):
+class ModuleList(_Container):
     """A list of modules whose parameters the parent module sees."""
 
     def __init__(self, modules=()):
         super().__init__()
         for m in modules:
             self.append(m)
-
-    def __getitem__(self, i):
-        mods = list(self._modules.values())
-        if isinstance(i, slice):
-            return ModuleList(mods[i])
-        return mods[i]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(list(self._modules.values()))
-
-    def append(self, module):
-        self.add_module(str(len(self._modules)), module)
-        return self

@@ -7,6 +7,7 @@ import math
 
 from . import functional as F
 from . import init
+from .attention import _scores
 from .layers import Linear, factory, parameter
 from .module import Module
 
@@ -133,16 +134,7 @@ class MultiheadAttention(Module):
         out = self.out_proj(out)
         weights = None
         if need_weights:
-            scores = (q @ xp.matrix_transpose(k)) / math.sqrt(d)
-            if is_causal:
-                causal = xp.tril(xp.ones((L, S), dtype=xp.bool, device=scores.device))
-                scores = xp.where(causal, scores, xp.full_like(scores, -math.inf))
-            if mask is not None:
-                if mask.dtype == xp.bool:
-                    scores = xp.where(mask, scores, xp.full_like(scores, -math.inf))
-                else:
-                    scores = scores + mask
-            weights = F.softmax(scores, axis=-1)
+            weights = F.softmax(_scores(xp, q, k, mask, is_causal, 1 / math.sqrt(d)), axis=-1)
             if average_attn_weights:
                 weights = xp.mean(weights, axis=1)
             if unbatched:

@@ -41,9 +41,8 @@ def _split(xp, a, k):
 
 
 # -- GRU -------------------------------------------------------------------------------
-def _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
-    gi = _affine(xp, x, w_ih, b_ih)
-    gh = _affine(xp, h, w_hh, b_hh)
+def _gates_from(xp, gi, gh):
+    """The gates (r, z, n, W_hn h + b_hn) from the input and hidden projections."""
     H = gh.shape[-1] // 3
     rz = _sigmoid(xp, gi[..., : 2 * H] + gh[..., : 2 * H])  # r and z in one pass
     r, z = rz[..., :H], rz[..., H:]
@@ -51,6 +50,19 @@ def _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
     hn = xp.asarray(gh[..., 2 * H :], copy=True)
     n = xp.tanh(gi[..., 2 * H :] + r * hn)
     return r, z, n, hn
+
+
+def _gate_grads(xp, dh, gates, h):
+    """d(pre-activations) of the input and hidden projections, from dL/dh_next."""
+    r, z, n, hn = gates
+    dpre_n = dh * (1 - z) * (1 - n * n)
+    dpre_r = dpre_n * hn * r * (1 - r)
+    dpre_z = dh * (h - n) * z * (1 - z)
+    return dpre_r, dpre_z, dpre_n, dpre_n * r
+
+
+def _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
+    return _gates_from(xp, _affine(xp, x, w_ih, b_ih), _affine(xp, h, w_hh, b_hh))
 
 
 def _gru(xp, x, h, w_ih, w_hh, b_ih, b_hh):
@@ -65,12 +77,11 @@ def _gru_rule(xp, g, gates, x, h, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
     x, h, g = _batched(xp, x, h, g)
     if gates is None:  # under create_graph: recomputed, so that they are differentiated too
         gates = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
-    r, z, n, hn = _batched(xp, *gates)
-    dpre_n = g * (1 - z) * (1 - n * n)
-    dpre_r = dpre_n * hn * r * (1 - r)
-    dpre_z = g * (h - n) * z * (1 - z)
+    gates = _batched(xp, *gates)
+    dpre_r, dpre_z, dpre_n, dpre_hn = _gate_grads(xp, g, gates, h)
+    z = gates[1]
     dgi = xp.concat([dpre_r, dpre_z, dpre_n], axis=-1)
-    dgh = xp.concat([dpre_r, dpre_z, dpre_n * r], axis=-1)
+    dgh = xp.concat([dpre_r, dpre_z, dpre_hn], axis=-1)
     dx = dgi @ w_ih if needs[0] else None
     dh = dgh @ w_hh + g * z if needs[1] else None
     grads = [dx, dh, _weight_grad(xp, dgi, x) if needs[2] else None,
@@ -124,18 +135,12 @@ def _gru_seq(xp, x, h0, w_ih, w_hh, b_ih, b_hh):
     t_len, n = x.shape[0], x.shape[1]
     gi = xp.reshape(_affine(xp, xp.reshape(x, (t_len * n, x.shape[-1])), w_ih, b_ih),
                     (t_len, n, w_ih.shape[0]))  # fmt: skip
-    H = h0.shape[-1]
     h, states, gates = h0, [], []
     for t in range(t_len):
-        gh = _affine(xp, h, w_hh, b_hh)
-        git = gi[t, ...]
-        rz = _sigmoid(xp, git[..., : 2 * H] + gh[..., : 2 * H])
-        r, z = rz[..., :H], rz[..., H:]
-        hn = xp.asarray(gh[..., 2 * H :], copy=True)
-        nt = xp.tanh(git[..., 2 * H :] + r * hn)
+        r, z, nt, hn = step = _gates_from(xp, gi[t, ...], _affine(xp, h, w_hh, b_hh))
         h = nt + z * (h - nt)
         states.append(h)
-        gates.append((r, z, nt, hn))
+        gates.append(step)
     out = xp.stack(states, axis=0)
     return out, (out, gates)
 
@@ -153,17 +158,14 @@ def _gru_seq_rule(xp, g, res, x, h0, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 
     dgh = xp.zeros((t_len, n, 3 * H), dtype=g.dtype, device=g.device)
     for t in reversed(range(t_len)):
         dh = g[t, ...] if dh is None else dh + g[t, ...]
-        r, z, nt, hn = gates[t]
         prev = h0 if t == 0 else out[t - 1, ...]
-        dpre_n = dh * (1 - z) * (1 - nt * nt)
-        dpre_r = dpre_n * hn * r * (1 - r)
-        dpre_z = dh * (prev - nt) * z * (1 - z)
+        dpre_r, dpre_z, dpre_n, dpre_hn = _gate_grads(xp, dh, gates[t], prev)
         dgi[t, :, :H] = dpre_r
         dgi[t, :, H : 2 * H] = dpre_z
         dgi[t, :, 2 * H :] = dpre_n
         dgh[t, :, : 2 * H] = dgi[t, :, : 2 * H]
-        dgh[t, :, 2 * H :] = dpre_n * r
-        dh = dgh[t, ...] @ w_hh + dh * z
+        dgh[t, :, 2 * H :] = dpre_hn
+        dh = dgh[t, ...] @ w_hh + dh * gates[t][1]
     dgi = xp.reshape(dgi, (t_len * n, 3 * H))
     dgh = xp.reshape(dgh, (t_len * n, 3 * H))
     x2 = xp.reshape(x, (t_len * n, x.shape[-1]))

@@ -4,8 +4,9 @@ Examples are written as scripts in the "percent" format (``# %%`` starts a code
 cell, ``# %% [markdown]`` a markdown cell whose lines start with ``# ``), so the
 script is what is reviewed and linted, and the notebook is made from it:
 
-    python scripts/notebooks.py           # write examples/*.ipynb
-    python scripts/notebooks.py --check   # exit 1 if a notebook is missing or stale
+    python scripts/notebooks.py             # write examples/*.ipynb (stale ones)
+    python scripts/notebooks.py --execute   # ... and run each, saving its outputs
+    python scripts/notebooks.py --check     # exit 1 if a notebook is missing or stale
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check, write nothing")
+    parser.add_argument("--execute", action="store_true",
+                        help="run every notebook and save it with its outputs")  # fmt: skip
     args = parser.parse_args(argv)
     stale = []
     for script in scripts():
@@ -86,6 +89,21 @@ def main(argv=None):
         return 1
     for name in stale:
         print("wrote", name)
+    if args.execute:
+        import nbclient
+
+        for script in scripts():
+            target = script.with_suffix(".ipynb")
+            nb = nbformat.read(target, as_version=4)
+            where = {"metadata": {"path": str(EXAMPLES)}}
+            client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                             resources=where)  # fmt: skip
+            client.execute()
+            for cell in nb.cells:  # stderr holds warnings with this machine's paths
+                if cell.cell_type == "code":
+                    cell.outputs = [o for o in cell.outputs if o.get("name") != "stderr"]
+            nbformat.write(nb, target)
+            print("executed", target.name)
     return 0
 
 

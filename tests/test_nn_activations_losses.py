@@ -193,3 +193,21 @@ def test_loss_shape_and_reduction_errors(xp):
         F.binary_cross_entropy_with_logits(xp.asarray(Z), xp.asarray(Y), reduction="avg")
     with pytest.raises(ValueError, match="cross_entropy"):
         F.cross_entropy(xp.asarray(Z), xp.asarray(T), reduction="batchmean")
+
+
+def test_cross_entropy_mask_free_path_equals_the_masked_one(xp):
+    """Without ignored targets, F.cross_entropy skips the masks (decided on the host);
+    the op with masks (what a GPU backend runs) gives the same loss and gradient."""
+    rng = np.random.default_rng(3)
+    z, y = rng.standard_normal((5, 4, 3)), rng.integers(0, 4, (5, 3))
+    for red in ("mean", "sum", "none"):
+        a = xp.asarray(z, requires_grad=True)
+        b = xp.asarray(z, requires_grad=True)
+        fast = F.cross_entropy(a, xp.asarray(y), reduction=red, label_smoothing=0.1)
+        ops = a._ops
+        masked = ops.nn.cross_entropy(b, xp.asarray(y), ignore_index=-100, reduction=red,
+                                      label_smoothing=0.1)  # fmt: skip
+        np.testing.assert_allclose(np.asarray(fast.data), np.asarray(masked.data), rtol=1e-14)
+        xp.sum(fast).backward()
+        xp.sum(masked).backward()
+        np.testing.assert_allclose(np.asarray(a.grad.data), np.asarray(b.grad.data), rtol=1e-14)

@@ -34,8 +34,11 @@ def _unreduce(xp, g, shape, reduction, count=None):
 
 # -- cross-entropy ---------------------------------------------------------------
 def _ce_parts(xp, logits, target, ignore_index):
-    """Class axis last, valid-target mask, targets made safe to gather with."""
+    """Class axis last, valid-target mask, targets made safe to gather with.
+    ``ignore_index=None``: no target is ignored (checked on the host), no mask."""
     z = xp.moveaxis(logits, 1, -1) if logits.ndim > 2 else logits
+    if ignore_index is None:
+        return z, None, target
     valid = target != ignore_index
     safe = xp.where(valid, target, xp.zeros_like(target))
     return z, valid, safe
@@ -53,6 +56,8 @@ def _cross_entropy(xp, logits, target, ignore_index, reduction, label_smoothing)
     nll = -xp.take_along_axis(logp, xp.expand_dims(safe, axis=-1), axis=-1)[..., 0]
     if label_smoothing:
         nll = (1 - label_smoothing) * nll - label_smoothing * xp.mean(logp, axis=-1)
+    if valid is None:
+        return _reduce(xp, nll, reduction)
     loss = xp.where(valid, nll, xp.zeros_like(nll))
     count = _ce_count(xp, valid, loss.dtype) if reduction == "mean" else None
     return _reduce(xp, loss, reduction, count)
@@ -63,13 +68,17 @@ def _cross_entropy_rule(xp, g, ans, logits, target, *, ignore_index, reduction, 
     The one-hot part is a scatter-add at flat positions: no (N, C) one-hot matrix."""
     z, valid, safe = _ce_parts(xp, logits, target, ignore_index)
     c = z.shape[-1]
-    count = _ce_count(xp, valid, z.dtype) if reduction == "mean" else None
-    gl = _unreduce(xp, g, valid.shape, reduction, count)
-    gl = xp.where(valid, gl, xp.zeros_like(gl))
+    shape = tuple(safe.shape)
+    if valid is None:
+        gl = _unreduce(xp, g, shape, reduction)
+    else:
+        count = _ce_count(xp, valid, z.dtype) if reduction == "mean" else None
+        gl = _unreduce(xp, g, shape, reduction, count)
+        gl = xp.where(valid, gl, xp.zeros_like(gl))
     grad = _softmax(xp, z, -1) * xp.expand_dims(gl, axis=-1)
     if label_smoothing:
         grad = grad - (label_smoothing / c) * xp.expand_dims(gl, axis=-1)
-    rows = math.prod(valid.shape)
+    rows = math.prod(shape)
     pos = xp.arange(rows, device=safe.device) * c + xp.reshape(safe, (-1,))
     flat = xp.index_add(
         xp.reshape(grad, (-1,)), pos, -(1 - label_smoothing) * xp.reshape(gl, (-1,))
@@ -121,8 +130,11 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
     c = input.shape[1]
     B, t = ops._B, target.data  # checked on the raw array: no graph, no wrappers
     # The check reads a bool back to the host: a stream sync on a GPU, so skipped there.
-    if B.checks_on_host(t) and bool(B.any(((t < 0) | (t >= c)) & (t != ignore_index))):
-        raise IndexError(f"cross_entropy: target out of range: classes are 0..{c - 1}")
+    if B.checks_on_host(t):
+        if bool(B.any(((t < 0) | (t >= c)) & (t != ignore_index))):
+            raise IndexError(f"cross_entropy: target out of range: classes are 0..{c - 1}")
+        if not bool(B.any(t == ignore_index)):
+            ignore_index = None  # nothing to ignore: the op skips the masks
     return ops.nn.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
                                 label_smoothing=float(label_smoothing))  # fmt: skip
 

@@ -64,16 +64,12 @@ class batches:
             order = np.arange(self.n)
         stop = self.n - self.n % self.batch_size if self.drop_last else self.n
         xps = [array_api_compat.array_namespace(a) for a in self.arrays]
-        idx = [xp.asarray(order, device=_device(a)) for xp, a in zip(xps, self.arrays)]
+        idx = [
+            xp.asarray(order, device=array_api_compat.device(a)) for xp, a in zip(xps, self.arrays)
+        ]
         for start in range(0, stop, self.batch_size):
             end = min(start + self.batch_size, stop)
             yield tuple(xp.take(a, i[start:end], axis=0) for xp, a, i in zip(xps, self.arrays, idx))
-
-
-def _device(a):
-    import array_api_compat
-
-    return array_api_compat.device(a)
 
 
 class History:

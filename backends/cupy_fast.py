@@ -92,13 +92,5 @@ def windows2d(xp, x, kernel, stride, dilation, out):
 
 def col2im2d(xp, cols, size, stride, dilation):
     """Adjoint of ``windows2d``: in-place adds of each kernel offset's plane."""
-    kh, kw, oh, ow = cols.shape[-4:]
-    (sh, sw), (dh, dw) = stride, dilation
     with _on(cols):
-        out = cp.zeros(cols.shape[:-4] + tuple(size), dtype=cols.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                view = out[..., i * dh : i * dh + (oh - 1) * sh + 1 : sh,
-                           j * dw : j * dw + (ow - 1) * sw + 1 : sw]  # fmt: skip
-                view += cols[..., i, j, :, :]
-    return out
+        return generic.col2im2d_views(cp, cols, size, stride, dilation)

@@ -94,6 +94,19 @@ def windows2d(xp, x, kernel, stride, dilation, out):
     return xp.reshape(stacked, tuple(x.shape[:-2]) + (kh, kw, oh, ow))
 
 
+def col2im2d_views(xp, cols, size, stride, dilation):
+    """``col2im2d`` for libraries whose slices are writable views (NumPy, CuPy): each
+    kernel offset's plane is added in place, with no read-back copy."""
+    kh, kw, oh, ow = cols.shape[-4:]
+    (sh, sw), (dh, dw) = stride, dilation
+    out = xp.zeros(tuple(cols.shape[:-4]) + tuple(size), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            view = out[..., _offset(i, dh, sh, oh), _offset(j, dw, sw, ow)]
+            view += cols[..., i, j, :, :]
+    return out
+
+
 def col2im2d(xp, cols, size, stride, dilation):
     """The adjoint of ``windows2d``: add every window back where it was read,
     into an array whose last two axes have ``size``."""

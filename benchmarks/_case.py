@@ -16,6 +16,20 @@ AUTODIFF, NUMPY, TORCH = "autodiff (numpy)", "hand-written NumPy", "PyTorch CPU"
 SKIP: set = set()  # implementations left out (``--without torch``)
 
 
+def sgd_step(model, opt, cross_entropy, X, Y):
+    """One training step (zero_grad, cross-entropy, backward, SGD step) of either
+    library: autodiff's and PyTorch's modules and optimizers have the same API."""
+
+    def step():
+        opt.zero_grad()
+        loss = cross_entropy(model(X), Y)
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+
+    return step
+
+
 def peak_bytes(step) -> int:
     """Peak memory allocated during one call of ``step``, beyond what was live before."""
     tracemalloc.start()

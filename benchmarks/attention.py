@@ -33,13 +33,18 @@ def _data():
     return x, {k: v.astype(np.float32) for k, v in params.items()}
 
 
+def model(nn):
+    """The attention block, from ``autodiff.nn`` or ``torch.nn``."""
+    return nn.MultiheadAttention(EMBED, 1, batch_first=True)
+
+
 def autodiff_step():
     import autodiff as ad
     from autodiff import nn
 
     x, params = _data()
     xp = ad.Autodiff(np)
-    mha = nn.MultiheadAttention(EMBED, 1, batch_first=True)
+    mha = model(nn)
     mha.load_state_dict(params)
     X = xp.asarray(x)
 
@@ -103,7 +108,7 @@ def torch_step():
     import torch
 
     x, params = _data()
-    mha = torch.nn.MultiheadAttention(EMBED, 1, batch_first=True)
+    mha = model(torch.nn)
     mha.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
     X = torch.tensor(x)
 

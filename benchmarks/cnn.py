@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._case import AUTODIFF, NUMPY, TORCH, run
+from ._case import AUTODIFF, NUMPY, TORCH, run, sgd_step
 
 BATCH, LR = 32, 0.01
 C1, C2, CLASSES = 16, 32, 10
@@ -49,6 +49,13 @@ def _data():
     return x, y, params
 
 
+def model(nn):
+    """The network, from ``autodiff.nn`` or ``torch.nn`` (same names, same layout)."""
+    return nn.Sequential(nn.Conv2d(1, C1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(C1, C2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(FLAT, CLASSES))  # fmt: skip
+
+
 def autodiff_step():
     import autodiff as ad
     from autodiff import nn, optim
@@ -56,21 +63,10 @@ def autodiff_step():
 
     x, y, params = _data()
     xp = ad.Autodiff(np)
-    model = nn.Sequential(nn.Conv2d(1, C1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(C1, C2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(FLAT, CLASSES))  # fmt: skip
-    model.load_state_dict(params)
-    opt = optim.SGD(model.parameters(), lr=LR)
-    X, Y = xp.asarray(x), xp.asarray(y)
-
-    def step():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(X), Y)
-        loss.backward()
-        opt.step()
-        return float(loss)
-
-    return step
+    net = model(nn)
+    net.load_state_dict(params)
+    opt = optim.SGD(net.parameters(), lr=LR)
+    return sgd_step(net, opt, F.cross_entropy, xp.asarray(x), xp.asarray(y))
 
 
 def _pool_forward(a):
@@ -167,22 +163,11 @@ def torch_step():
     import torch
 
     x, y, params = _data()
-    nn = torch.nn
-    model = nn.Sequential(nn.Conv2d(1, C1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(C1, C2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(FLAT, CLASSES))  # fmt: skip
-    model.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    X, Y = torch.tensor(x), torch.tensor(y)
-
-    def step():
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(X), Y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    return step
+    net = model(torch.nn)
+    net.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
+    opt = torch.optim.SGD(net.parameters(), lr=LR)
+    return sgd_step(net, opt, torch.nn.functional.cross_entropy, torch.tensor(x),
+                    torch.tensor(y))  # fmt: skip
 
 
 def main(repeats: int = 20) -> str:

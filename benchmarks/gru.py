@@ -27,13 +27,18 @@ def _data():
     return x, params
 
 
+def model(nn):
+    """The cell, from ``autodiff.nn`` or ``torch.nn``."""
+    return nn.GRUCell(N_IN, HIDDEN)
+
+
 def autodiff_step():
     import autodiff as ad
     from autodiff import nn
 
     x, params = _data()
     xp = ad.Autodiff(np)
-    cell = nn.GRUCell(N_IN, HIDDEN)
+    cell = model(nn)
     cell.load_state_dict(params)
     X = xp.asarray(x)
     h0 = xp.zeros((BATCH, HIDDEN), dtype=xp.float32)
@@ -119,7 +124,7 @@ def torch_step():
     import torch
 
     x, params = _data()
-    cell = torch.nn.GRUCell(N_IN, HIDDEN)
+    cell = model(torch.nn)
     cell.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
     X = torch.tensor(x)
     h0 = torch.zeros(BATCH, HIDDEN)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._case import AUTODIFF, NUMPY, TORCH, run
+from ._case import AUTODIFF, NUMPY, TORCH, run, sgd_step
 
 SIZES = (784, 512, 512, 10)
 BATCH, LR = 128, 0.01
@@ -22,6 +22,12 @@ def _data():
     return x, y, params
 
 
+def model(nn):
+    """The network, from ``autodiff.nn`` or ``torch.nn`` (same names, same layout)."""
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                         nn.Linear(512, 10))  # fmt: skip
+
+
 def autodiff_step():
     import autodiff as ad
     from autodiff import nn, optim
@@ -29,20 +35,10 @@ def autodiff_step():
 
     x, y, params = _data()
     xp = ad.Autodiff(np)
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 10))  # fmt: skip
-    model.load_state_dict(params)
-    opt = optim.SGD(model.parameters(), lr=LR)
-    X, Y = xp.asarray(x), xp.asarray(y)
-
-    def step():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(X), Y)
-        loss.backward()
-        opt.step()
-        return float(loss)
-
-    return step
+    net = model(nn)
+    net.load_state_dict(params)
+    opt = optim.SGD(net.parameters(), lr=LR)
+    return sgd_step(net, opt, F.cross_entropy, xp.asarray(x), xp.asarray(y))
 
 
 def numpy_step():
@@ -84,21 +80,11 @@ def torch_step():
     import torch
 
     x, y, params = _data()
-    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
-                                torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                                torch.nn.Linear(512, 10))  # fmt: skip
-    model.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    X, Y = torch.tensor(x), torch.tensor(y)
-
-    def step():
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(X), Y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    return step
+    net = model(torch.nn)
+    net.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
+    opt = torch.optim.SGD(net.parameters(), lr=LR)
+    return sgd_step(net, opt, torch.nn.functional.cross_entropy, torch.tensor(x),
+                    torch.tensor(y))  # fmt: skip
 
 
 def main(repeats: int = 50) -> str:

@@ -15,13 +15,13 @@ __all__ = ["linear"]
 
 def _linear(xp, x, w, b):
     # (..., in) as one (rows, in) matrix: one BLAS call instead of one per leading index
-    y = _unrows(xp, xp.matmul(_rows(xp, x), xp.matrix_transpose(w)), x.shape[:-1])
-    if b is None:
-        return y
-    if b.dtype == y.dtype and b.ndim <= y.ndim:
-        y += b  # y is ours alone: adding in place saves a temporary
-        return y
-    return y + b
+    y = xp.matmul(_rows(xp, x), xp.matrix_transpose(w))
+    if b is not None:
+        if b.dtype == y.dtype and b.ndim == 1:
+            y += b  # y is ours alone (and not a view): adding in place saves a temporary
+        else:
+            y = y + b
+    return _unrows(xp, y, x.shape[:-1])
 
 
 def _rows(xp, a):

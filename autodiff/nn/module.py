@@ -192,13 +192,11 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         """Clear the gradients of every parameter."""
-        xp_zero = None
         for p in self.parameters():
             if set_to_none or p.grad is None:
                 p.grad = None
             else:
-                xp_zero = p.__array_namespace__()
-                p.grad = xp_zero.zeros_like(p.grad)
+                p.grad = p.__array_namespace__().zeros_like(p.grad)
 
     @property
     def xp(self):

@@ -8,21 +8,11 @@ from __future__ import annotations
 from ..registry import defop
 from ._dispatch import ops_of
 from .activations import _sigmoid
+from .linear import _linear as _affine  # a @ w^T (+ b), torch's (out, in) layout
 
 __all__ = ["gru_cell", "gru_sequence", "lstm_cell", "gated_memory_cell"]
 
 CH = "nn.recurrent"
-
-
-def _affine(xp, a, w, b):
-    """a @ w^T (+ b): torch's (out, in) weight layout."""
-    y = a @ xp.matrix_transpose(w)
-    if b is None:
-        return y
-    if b.dtype == y.dtype:
-        y += b  # y is ours alone: no temporary
-        return y
-    return y + b
 
 
 def _batched(xp, *arrays):
@@ -132,11 +122,9 @@ def _gru_seq(xp, x, h0, w_ih, w_hh, b_ih, b_hh):
     """Every step's state (T, N, H) and, as the residual, each step's gates.
 
     The input projection of all T steps is one matmul (inputs don't depend on the state)."""
-    t_len, n = x.shape[0], x.shape[1]
-    gi = xp.reshape(_affine(xp, xp.reshape(x, (t_len * n, x.shape[-1])), w_ih, b_ih),
-                    (t_len, n, w_ih.shape[0]))  # fmt: skip
+    gi = _affine(xp, x, w_ih, b_ih)  # (T, N, 3H), as one (T*N, in) matmul
     h, states, gates = h0, [], []
-    for t in range(t_len):
+    for t in range(x.shape[0]):
         r, z, nt, hn = step = _gates_from(xp, gi[t, ...], _affine(xp, h, w_hh, b_hh))
         h = nt + z * (h - nt)
         states.append(h)

@@ -54,18 +54,7 @@ def autodiff_case(case: str, xp, batch: int | None = None):
     batch = batch or default_batch(case)
     adx = ad.Autodiff(xp)
     data = [adx.asarray(a) for a in inputs(case, batch)]  # host to device, once
-    if case == "mlp":
-        model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                              nn.Linear(512, 10))  # fmt: skip
-    elif case == "cnn":
-        model = nn.Sequential(nn.Conv2d(1, cnn.C1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(cnn.C1, cnn.C2, 3, padding=1), nn.ReLU(),
-                              nn.MaxPool2d(2), nn.Flatten(),
-                              nn.Linear(cnn.FLAT, cnn.CLASSES))  # fmt: skip
-    elif case == "gru":
-        model = nn.GRUCell(gru.N_IN, gru.HIDDEN)
-    else:
-        model = nn.MultiheadAttention(attention.EMBED, 1, batch_first=True)
+    model = _MODULES[case].model(nn)  # the same builder for autodiff.nn and torch.nn
     model.load_state_dict(weights(case))
     model.to(xp)
 
@@ -118,18 +107,7 @@ def torch_step(case: str, device="cuda", batch: int | None = None):
     batch = batch or default_batch(case)
     nn = torch.nn
     data = [torch.tensor(a, device=device) for a in inputs(case, batch)]
-    if case == "mlp":
-        model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                              nn.Linear(512, 10))  # fmt: skip
-    elif case == "cnn":
-        model = nn.Sequential(nn.Conv2d(1, cnn.C1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(cnn.C1, cnn.C2, 3, padding=1), nn.ReLU(),
-                              nn.MaxPool2d(2), nn.Flatten(),
-                              nn.Linear(cnn.FLAT, cnn.CLASSES))  # fmt: skip
-    elif case == "gru":
-        model = nn.GRUCell(gru.N_IN, gru.HIDDEN)
-    else:
-        model = nn.MultiheadAttention(attention.EMBED, 1, batch_first=True)
+    model = _MODULES[case].model(nn)  # the same builder for autodiff.nn and torch.nn
     model.load_state_dict({k: torch.tensor(v) for k, v in weights(case).items()})
     model.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=_LR[case]) if case in _LR else None

@@ -187,16 +187,18 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
             heappush(heap, (-node.seq, node))
         _accumulate(buffers, node, index, g, glue)
     captured = {}
-    fit, add, raw = glue.fit, glue.add, not create_graph
-    nxt = None  # the next node, while it is the only one pending (chains skip the heap)
+    fit, add, raw, xp = glue.fit, glue.add, not create_graph, glue.xp
+    # The next node and its gradient, while it is the only one pending: a chain runs
+    # without the heap or the buffers.
+    nxt = nxt_g = None
     while True:
         if nxt is not None:
-            node, nxt = nxt, None
+            node, g, nxt = nxt, nxt_g, None
         elif heap:
             node = heappop(heap)[1]
+            g = buffers.pop(node)
         else:
             break
-        g = buffers.pop(node)
         if stop and node in stop:
             captured[node] = g
             continue
@@ -210,7 +212,7 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
             if raw and op.elementwise:
                 # Hot path: element-wise rules on raw arrays, no kwargs, and for one
                 # argument no broadcasting to undo.
-                args, xp, ans = node.args, glue.xp, node.ans
+                args, ans = node.args, node.ans
                 rules = op.vjp
                 if len(edges) == 1:
                     grads, fitted = (rules[0](xp, g, ans, args[0]),), True
@@ -223,16 +225,16 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                     )
                     fitted = False
             else:
-                xp, g, ans, args, kwargs = glue.prepare(node, g)
+                rxp, g, ans, args, kwargs = glue.prepare(node, g)
                 fitted = False
                 if op.joint:
                     if op.needs:
                         kwargs = dict(kwargs, needs=tuple(e is not None for e in edges))
-                    grads = op.vjp(xp, g, ans, *args, **kwargs)
+                    grads = op.vjp(rxp, g, ans, *args, **kwargs)
                 else:
                     rules = op.vjp
                     grads = [
-                        None if e is None else rules[i](xp, g, ans, *args, **kwargs)
+                        None if e is None else rules[i](rxp, g, ans, *args, **kwargs)
                         for i, e in enumerate(edges)
                     ]
         except Exception as exc:
@@ -255,24 +257,27 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
             if parent is None:
                 if targets is None:
                     glue.accumulate_leaf(index, gi)
+            elif parent is nxt:
+                nxt_g = add(nxt_g, gi)
             elif parent.outs is None:
                 old = buffers.get(parent)
-                if old is None:
-                    buffers[parent] = gi
-                    if nxt is None and not heap:
-                        nxt = parent
-                    else:
-                        if nxt is not None:
-                            heappush(heap, (-nxt.seq, nxt))
-                            nxt = None
-                        heappush(heap, (-parent.seq, parent))
-                else:
+                if old is not None:
                     buffers[parent] = add(old, gi)
-            else:
-                if parent not in buffers:
-                    if nxt is not None:
+                elif nxt is None and not heap:
+                    nxt, nxt_g = parent, gi
+                else:
+                    if nxt is not None:  # two pending now: back to the heap
+                        buffers[nxt] = nxt_g
                         heappush(heap, (-nxt.seq, nxt))
                         nxt = None
+                    buffers[parent] = gi
+                    heappush(heap, (-parent.seq, parent))
+            else:
+                if nxt is not None:
+                    buffers[nxt] = nxt_g
+                    heappush(heap, (-nxt.seq, nxt))
+                    nxt = None
+                if parent not in buffers:
                     heappush(heap, (-parent.seq, parent))
                 _accumulate(buffers, parent, index, gi, glue)
     if targets is not None:

@@ -75,6 +75,7 @@ class _Ops:
 
     def __init__(self, B):
         self._B = B
+        self._real = {}  # dtype -> whether it is real floating (differentiable)
         self.cls = cls = type("Tensor", (Tensor,), {"__slots__": (), "__module__": "autodiff"})
         cls._ops = self
         if B.array_type is not None and hasattr(B.array_type, "__array__"):
@@ -268,11 +269,15 @@ class _Ops:
             (0 in _saved(op, *active), 1 in _saved(op, *active)) for active in ((0,), (1,), (0, 1))
         ]
 
+        same = op.same
+
         def binary(x1, x2, /):
             # The common cases first: tensor (op) tensor, tensor (op) Python scalar.
             if type(x1) is cls:
                 a = x1.data
                 if type(x2) is cls:
+                    if x1 is x2 and same is not None and x1._rg:
+                        return getattr(ops, same)(x1)
                     b = x2.data
                     r = (x1._rg and rule1 is not None) + 2 * (x2._rg and rule2 is not None)
                 elif isinstance(x2, Tensor):
@@ -422,7 +427,10 @@ class _Ops:
                 else:
                     return self._wrap_out(out)
         dtype = outs[0].dtype
-        if not B.isdtype(dtype, "real floating"):
+        real = self._real.get(dtype)
+        if real is None:  # isdtype is slow (microseconds): once per dtype
+            real = self._real[dtype] = bool(B.isdtype(dtype, "real floating"))
+        if not real:
             if B.isdtype(dtype, "complex floating"):
                 raise NotImplementedError(
                     f"{op.name}: the result is complex ({dtype}); gradients through "

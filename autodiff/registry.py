@@ -59,6 +59,9 @@ class Op:
     """Open interval of real inputs where the op is differentiable (for specs)."""
     twice: bool = True
     """Twice differentiable (gradcheck checks second order)."""
+    same: str | None = None
+    """A binary op called with one tensor twice is recorded as this unary op
+    (``x * x`` as ``square``: one rule pass instead of two and a sum)."""
     style: str = "generic"
     """Wrapper shape: "unary"/"binary" (element-wise fast paths), "creation", "generic"."""
     doc: str = ""

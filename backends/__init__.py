@@ -19,7 +19,7 @@ from . import generic
 
 __all__ = ["Backend", "resolve", "KERNELS"]
 
-KERNELS = ("index_add", "own", "bernoulli", "pad2d", "windows2d", "col2im2d")
+KERNELS = ("index_add", "own", "apply_", "bernoulli", "pad2d", "windows2d", "col2im2d")
 
 # Module of fast paths, by the name of the canonical (array-api-compat) namespace.
 _FAST = {
@@ -73,6 +73,8 @@ class Backend(types.SimpleNamespace):
 
         self.to_device = array_api_compat.to_device
         fast = importlib.import_module(_FAST[key]) if key in _FAST else None
+        for name, fn in getattr(fast, "FUNCTIONS", {}).items():
+            setattr(self, name, fn)
         for name in KERNELS:
             impl = getattr(fast, name, None) or getattr(generic, name)
             setattr(self, name, functools.partial(impl, xp))

@@ -53,6 +53,12 @@ def own(xp, x):
         return cp.array(x, copy=True)
 
 
+def apply_(xp, name, x):
+    """``cupy.<name>(x, out=x)``: no new array (``x`` is the caller's temporary)."""
+    with _on(x):
+        return getattr(cp, name)(x, out=x)
+
+
 _rng = None
 
 

@@ -33,6 +33,13 @@ def index_add(xp, x, indices, values, axis=0):
     return x + sums
 
 
+def apply_(xp, name, x):
+    """``xp.<name>(x)`` for a unary element-wise function, written into ``x``'s buffer
+    where the library can (``out=``); ``x`` must be a temporary of the caller. Here, in
+    the standard alone, a new array."""
+    return getattr(xp, name)(x)
+
+
 def _accumulator_dtype(xp, dtype, device):
     if dtype == xp.float32 and hasattr(xp, "float64"):
         try:

@@ -10,6 +10,22 @@ ARRAY_TYPE = np.ndarray
 SCALAR_TYPES = (np.generic,)
 
 
+def _direct():
+    """Standard functions taken from NumPy itself rather than array-api-compat's
+    wrappers: since NumPy 2.1 these have the standard's signature and semantics
+    (``device=``, ``matrix_transpose``, ``permute_dims``), and skipping the wrapper
+    saves a Python call on every use (they are on every layer's hot path)."""
+    major, minor = (int(p) for p in np.__version__.split(".")[:2])
+    if (major, minor) < (2, 1):
+        return {}
+    names = ("matmul", "matrix_transpose", "permute_dims", "zeros", "ones", "empty",
+             "zeros_like", "ones_like", "empty_like", "full_like")  # fmt: skip
+    return {name: getattr(np, name) for name in names}
+
+
+FUNCTIONS = _direct()
+
+
 def index_add(xp, x, indices, values, axis=0):
     """``numpy.add.at`` on a copy: duplicates accumulate (see generic.index_add)."""
     out = np.array(x, copy=True)
@@ -24,6 +40,11 @@ def own(xp, x):
     if x.base is None and x.flags.writeable:
         return x
     return np.array(x, copy=True)
+
+
+def apply_(xp, name, x):
+    """``numpy.<name>(x, out=x)``: no new array (``x`` is the caller's temporary)."""
+    return getattr(np, name)(x, out=x)
 
 
 def pad2d(xp, x, pads, value=0.0):

@@ -322,6 +322,20 @@ def test_backward_starts_at_the_tensor_it_is_called_on(xp):
     assert metric.requires_grad
 
 
+def test_a_tensor_times_itself_is_one_square_node(xp):
+    # x * x is recorded as square(x): one rule, 2 g x, instead of g x twice and a sum
+    x = leaf(xp, X0)
+    y = x * x
+    assert y.grad_fn.op.name == "square"
+    np.testing.assert_array_equal(val(y), np.square(X0))
+    (g,) = ad.grad(lambda t: xp.sum(t * t), argnums=(0,))(x)
+    np.testing.assert_allclose(val(g), 2 * np.asarray(X0), rtol=1e-15)
+    h = ad.hessian(lambda t: xp.sum(t * t * 3.0))(x)
+    np.testing.assert_allclose(val(h), 6 * np.eye(3), rtol=1e-15)
+    c = xp.asarray(X0)  # no gradient wanted: a plain multiply
+    assert (c * c).grad_fn is None
+
+
 # -- memory ---------------------------------------------------------------------
 def _forward(xp):
     x = leaf(xp, X0)

@@ -91,6 +91,20 @@ def _softmax(xp, x, axis):
     return e
 
 
+def _softmax_raw(B, x, axis, overwrite=False):
+    """``_softmax`` of forward passes (``B`` a backend): one new array at most, none with
+    ``overwrite`` (``x``, then, is the caller's temporary and becomes the result)."""
+    m = _max_const(B, x, axis)
+    if overwrite:
+        x -= m
+    else:
+        x = x - m
+    e = B.apply_("exp", x)
+    s = B.sum(e, axis=axis, keepdims=True)
+    e /= B.where(s == 0, B.ones_like(s), s)
+    return e
+
+
 def _logsumexp(xp, x, axis, keepdims):
     m = _max_const(xp, x, axis)
     s = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)
@@ -107,7 +121,8 @@ def _logsumexp(xp, x, axis, keepdims):
 def _log_softmax(xp, x, axis):
     shifted = x - _max_const(xp, x, axis)
     s = xp.sum(xp.exp(shifted), axis=axis, keepdims=True)
-    return shifted - xp.log(xp.where(s == 0, xp.ones_like(s), s))
+    shifted -= xp.log(xp.where(s == 0, xp.ones_like(s), s))  # shifted is ours alone
+    return shifted
 
 
 def _gelu(xp, x, approximate):
@@ -187,7 +202,7 @@ defop(
 defop(
     "nn.softmax",
     lambda xp, g, ans, x, *, axis=-1: ans * (g - xp.sum(g * ans, axis=axis, keepdims=True)),
-    chapter=CH, impl=lambda B: lambda x, *, axis=-1: _softmax(B, x, axis), saves=(),
+    chapter=CH, impl=lambda B: lambda x, *, axis=-1: _softmax_raw(B, x, axis), saves=(),
     saves_ans=True, doc="exp(x - max) / sum(exp(x - max)); a row of -inf gives zeros",
 )  # fmt: skip
 defop(

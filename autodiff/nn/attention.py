@@ -7,7 +7,7 @@ import math
 
 from ..registry import defop
 from ._dispatch import constant, ops_of
-from .activations import _softmax
+from .activations import _softmax, _softmax_raw
 
 __all__ = ["rope", "scaled_dot_product_attention"]
 
@@ -96,7 +96,7 @@ def _scores(xp, q, k, mask, is_causal, scale):
 
 def _sdpa(xp, q, k, v, mask, is_causal, scale):
     """The output and, as the residual for the rule, the attention weights."""
-    a = _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1)
+    a = _softmax_raw(xp, _scores(xp, q, k, mask, is_causal, scale), -1, overwrite=True)
     return a @ v, a
 
 

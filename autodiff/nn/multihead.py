@@ -115,10 +115,15 @@ class MultiheadAttention(Module):
         if same:
             key = value = query
         n, L, S = query.shape[0], query.shape[1], key.shape[1]
-        if same:  # self-attention: one matmul for q, k and v, split by unstack
+        if same:
+            # Self-attention: one matmul for q, k and v, split by unstack on the axis
+            # of size 3 where it lies, so the backward pass stacks dq, dk, dv straight
+            # into the layout of the matmul's output (one copy, no transpose).
             qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
-            qkv = xp.permute_dims(xp.reshape(qkv, (n, L, 3, h, d)), (2, 0, 3, 1, 4))
-            q, k, v = xp.unstack(qkv, axis=0)
+            q, k, v = (
+                xp.permute_dims(t, (0, 2, 1, 3))
+                for t in xp.unstack(xp.reshape(qkv, (n, L, 3, h, d)), axis=2)
+            )
         else:
             q, k, v = self._project(xp, query, key, value)
             q = xp.permute_dims(xp.reshape(q, (n, L, h, d)), (0, 2, 1, 3))

@@ -41,7 +41,15 @@ unary("reciprocal", lambda xp, g, ans, x: -g * ans * ans, saves=(), saves_ans=Tr
 unary("sin", lambda xp, g, ans, x: g * xp.cos(x))
 unary("sinh", lambda xp, g, ans, x: g * xp.cosh(x))
 unary("sqrt", lambda xp, g, ans, x: g / (2 * ans), saves=(), saves_ans=True, domain=(0, math.inf))
-unary("square", lambda xp, g, ans, x: 2 * g * x)
+
+
+def _square(xp, g, ans, x):
+    r = g * x  # then doubled in place: g is often a broadcast view (of a mean's cotangent)
+    r *= 2
+    return r
+
+
+unary("square", _square)
 unary("tan", lambda xp, g, ans, x: g * (1 + ans * ans), saves=(), saves_ans=True)
 unary("tanh", lambda xp, g, ans, x: g * (1 - ans * ans), saves=(), saves_ans=True)
 
@@ -53,6 +61,7 @@ binary(
     lambda xp, g, ans, x1, x2: g * x2,
     lambda xp, g, ans, x1, x2: g * x1,
     saves=((1,), (0,)),
+    same="square",
 )
 binary(
     "divide",

@@ -12,7 +12,8 @@ def _sum(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
 
 
 def _mean(xp, g, ans, x, *, axis=None, keepdims=False):
-    return expand(xp, g, x.shape, axis, keepdims) / count(x.shape, axis)
+    # divide the reduced cotangent, then broadcast it: no full-size temporary
+    return expand(xp, g / count(x.shape, axis), x.shape, axis, keepdims)
 
 
 def _extremum(xp, g, ans, x, *, axis=None, keepdims=False):

@@ -439,24 +439,23 @@ class _Ops:
             return self._wrap_out(out)  # integer or bool results carry no gradient
         rules = op.vjp
         joint = op.joint
-        edges = []
+        nrules = 0 if joint else len(rules)
+        edges = [None] * len(args)
+        tensors = []
+        active = []
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):  # of this namespace: generic() checked
+                tensors.append(i)
+                if a._rg and (joint or (i < nrules and rules[i] is not None)):
+                    n = a._node
+                    d = a.data
+                    edges[i] = (n, a._index if n is not None else a, d.shape, d.dtype)
+                    active.append(i)
+        saves = _saved(op, *active)
         saved = list(raws)
         versions = []
-        for i, a in enumerate(args):
-            if not isinstance(a, Tensor):
-                edges.append(None)
-                continue
-            d = a.data
-            differentiable = a._rg and (joint or (i < len(rules) and rules[i] is not None))
-            if differentiable:
-                n = a._node
-                edges.append((n, a._index if n is not None else a, d.shape, d.dtype))
-            else:
-                edges.append(None)
-        saves = _saved(op, *[i for i, e in enumerate(edges) if e is not None])
-        for i, a in enumerate(args):
-            if not isinstance(a, Tensor):
-                continue
+        for i in tensors:
+            a = args[i]
             if i in saves:
                 c = a._version
                 if c is None:

@@ -45,6 +45,28 @@ def test_kernel_sources():
     assert backends.resolve(np).kernel_source["index_add"] == "fast"
 
 
+def test_apply_in_place_on_numpy_new_array_elsewhere():
+    values = [-1.0, 0.0, 2.5]
+    x = np.asarray(values, dtype=np.float32)
+    out = backends.resolve(np).apply_("exp", x)
+    assert out is x  # numpy: written into the caller's temporary
+    np.testing.assert_allclose(out, np.exp(np.float32(values)), rtol=1e-7)
+    s = strict.asarray(values, device=DEV1)
+    out = backends.resolve(strict).apply_("tanh", s)
+    assert out.device == DEV1
+    np.testing.assert_allclose(host(out), np.tanh(values), rtol=1e-15)
+    np.testing.assert_array_equal(host(s), values)  # the standard alone: a new array
+
+
+def test_numpy_backend_calls_numpy_itself_on_hot_paths():
+    B = backends.resolve(np)
+    if tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 1):
+        assert B.matmul is np.matmul and B.permute_dims is np.permute_dims
+    with pytest.raises(ValueError):
+        B.matrix_transpose(np.ones(3))  # the standard's error for a 1-D input
+    assert B.zeros_like(np.ones(2, dtype=np.float32), device="cpu").dtype == np.float32
+
+
 # -- index_add -------------------------------------------------------------------
 def reference_index_add(x, indices, values, axis):
     """out[..., indices[j], ...] += values[..., j, ...], one element at a time, float64."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from ..registry import defop
+from ..tensor import Tensor
 from ._dispatch import constant, ops_of
 
 __all__ = ["relu", "sigmoid", "silu", "softplus", "gelu", "softmax", "log_softmax", "logsumexp"]
@@ -79,15 +80,23 @@ def _erf(xp, x):
 
 
 def _max_const(xp, x, axis):
-    """The max along ``axis`` as a constant, 0 where a whole row is -inf."""
+    """The max along ``axis`` as a constant, raised to the dtype's lowest finite value:
+    for a row entirely -inf, x - max is then -inf (exp gives 0), not NaN."""
     m = constant(xp.max(x, axis=axis, keepdims=True))
-    return xp.where(m == -math.inf, xp.zeros_like(m), m)
+    return xp.maximum(m, float(xp.finfo(x.dtype).min))
+
+
+def _exp_sum(xp, s):
+    """A sum of exp(x - max) ready to divide by: it is >= 1 (the max term is exp(0))
+    except for a row entirely -inf, where it is 0 and becomes 1 (softmax 0 there)."""
+    if isinstance(s, Tensor):  # differentiated: maximum would halve the gradient at s == 1
+        return xp.where(s == 0, xp.ones_like(s), s)
+    return xp.maximum(s, 1.0)
 
 
 def _softmax(xp, x, axis):
     e = xp.exp(x - _max_const(xp, x, axis))
-    s = xp.sum(e, axis=axis, keepdims=True)
-    e /= xp.where(s == 0, xp.ones_like(s), s)  # a row of -inf: all zeros; e is ours alone
+    e /= _exp_sum(xp, xp.sum(e, axis=axis, keepdims=True))  # e is ours alone
     return e
 
 
@@ -100,17 +109,14 @@ def _softmax_raw(B, x, axis, overwrite=False):
     else:
         x = x - m
     e = B.apply_("exp", x)
-    s = B.sum(e, axis=axis, keepdims=True)
-    e /= B.where(s == 0, B.ones_like(s), s)
+    e /= _exp_sum(B, B.sum(e, axis=axis, keepdims=True))
     return e
 
 
 def _logsumexp(xp, x, axis, keepdims):
     m = _max_const(xp, x, axis)
     s = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)
-    out = xp.where(
-        s == 0, xp.full_like(s, -math.inf), m + xp.log(xp.where(s == 0, xp.ones_like(s), s))
-    )
+    out = xp.where(s == 0, xp.full_like(s, -math.inf), m + xp.log(_exp_sum(xp, s)))
     return (
         out
         if keepdims
@@ -121,7 +127,7 @@ def _logsumexp(xp, x, axis, keepdims):
 def _log_softmax(xp, x, axis):
     shifted = x - _max_const(xp, x, axis)
     s = xp.sum(xp.exp(shifted), axis=axis, keepdims=True)
-    shifted -= xp.log(xp.where(s == 0, xp.ones_like(s), s))  # shifted is ours alone
+    shifted -= xp.log(_exp_sum(xp, s))  # shifted is ours alone
     return shifted
 
 

@@ -44,6 +44,13 @@ def _ce_parts(xp, logits, target, ignore_index):
     return z, valid, safe
 
 
+def _flat_positions(xp, safe, c):
+    """Where each target's logit lies in the flattened (rows, C) logits: a flat take
+    or scatter instead of take_along_axis (slow in NumPy) or a one-hot matrix."""
+    rows = math.prod(safe.shape)
+    return xp.arange(rows, device=safe.device) * c + xp.reshape(safe, (-1,))
+
+
 def _ce_count(xp, valid, dtype):
     """How many targets a 'mean' divides by (at least 1: all ignored gives 0, not NaN)."""
     n = xp.sum(xp.astype(valid, dtype))
@@ -53,7 +60,8 @@ def _ce_count(xp, valid, dtype):
 def _cross_entropy(xp, logits, target, ignore_index, reduction, label_smoothing):
     z, valid, safe = _ce_parts(xp, logits, target, ignore_index)
     logp = _log_softmax(xp, z, -1)
-    nll = -xp.take_along_axis(logp, xp.expand_dims(safe, axis=-1), axis=-1)[..., 0]
+    picked = xp.take(xp.reshape(logp, (-1,)), _flat_positions(xp, safe, z.shape[-1]))
+    nll = -xp.reshape(picked, tuple(safe.shape))
     if label_smoothing:
         nll = (1 - label_smoothing) * nll - label_smoothing * xp.mean(logp, axis=-1)
     if valid is None:
@@ -78,8 +86,7 @@ def _cross_entropy_rule(xp, g, ans, logits, target, *, ignore_index, reduction, 
     grad = _softmax(xp, z, -1) * xp.expand_dims(gl, axis=-1)
     if label_smoothing:
         grad = grad - (label_smoothing / c) * xp.expand_dims(gl, axis=-1)
-    rows = math.prod(shape)
-    pos = xp.arange(rows, device=safe.device) * c + xp.reshape(safe, (-1,))
+    pos = _flat_positions(xp, safe, c)
     flat = xp.index_add(
         xp.reshape(grad, (-1,)), pos, -(1 - label_smoothing) * xp.reshape(gl, (-1,))
     )
@@ -131,9 +138,11 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
     B, t = ops._B, target.data  # checked on the raw array: no graph, no wrappers
     # The check reads a bool back to the host: a stream sync on a GPU, so skipped there.
     if B.checks_on_host(t):
-        if bool(B.any(((t < 0) | (t >= c)) & (t != ignore_index))):
-            raise IndexError(f"cross_entropy: target out of range: classes are 0..{c - 1}")
-        if not bool(B.any(t == ignore_index)):
+        outside = (t < 0) | (t >= c)
+        if bool(B.any(outside)):  # ignored targets, or targets out of range
+            if bool(B.any(outside & (t != ignore_index))):
+                raise IndexError(f"cross_entropy: target out of range: classes are 0..{c - 1}")
+        elif not 0 <= ignore_index < c or not bool(B.any(t == ignore_index)):
             ignore_index = None  # nothing to ignore: the op skips the masks
     return ops.nn.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
                                 label_smoothing=float(label_smoothing))  # fmt: skip

@@ -461,8 +461,9 @@ class _Ops:
                 if c is None:
                     c = a._version = [0]
                 versions.append((c, c[0]))
-            else:
-                saved[i] = None if edges[i] is not None else Meta(a.shape, a.dtype, None)
+            else:  # what the rule may read of an argument whose values it doesn't need
+                d = a.data
+                saved[i] = Meta(d.shape, d.dtype, B.device_of(d))
         if multi:
             outs_meta = tuple((o.shape, o.dtype) for o in outs)
             node = MultiNode(op, tuple(saved), kwargs, None, tuple(edges), (), outs_meta)
@@ -671,26 +672,24 @@ class _Glue:
     def prepare(self, node, gs):
         """(xp, g, ans, args, kwargs) for the node's rule: Meta for arguments it
         didn't save, and, under create_graph, Tensors linked into the graph."""
+        if node.outs is not None:
+            gs = self._fill(node, gs)
+        if not self.create:
+            return self.xp, gs, node.ans, node.args, node.kwargs
         ops = self.ops
         args = list(node.args)
         edges = node.edges
-        device = None
-        for i, e in enumerate(edges):
-            if e is not None and args[i] is None:
-                if device is None:
-                    g0 = gs if node.outs is None else next(x for x in gs if x is not None)
-                    device = ops._B.device_of(g0.data if self.create else g0)
-                args[i] = Meta(e[2], e[3], device)
-        gs = self._fill(node, gs)
         ans = node.ans
-        if not self.create:
-            return self.xp, gs, ans, args, node.kwargs
         if node.op.residuals:
             ans = None  # the rule recomputes them in the graph, for higher derivatives
         wrap = ops._wrap
         for i, a in enumerate(args):
             e = edges[i]
-            if e is not None and not isinstance(a, Meta):
+            if a is None:  # not saved (nodes made outside _record)
+                if e is not None:
+                    g0 = gs if node.outs is None else next(x for x in gs if x is not None)
+                    args[i] = Meta(e[2], e[3], ops._B.device_of(g0.data))
+            elif e is not None and not isinstance(a, Meta):
                 args[i] = e[1] if e[0] is None else _with_node(wrap(a), e[0], e[1])
             elif ops._B.is_array(a):
                 args[i] = wrap(a)
@@ -704,8 +703,6 @@ class _Glue:
 
     def _fill(self, node, gs):
         """Zeros for the outputs of a multi-output node that got no gradient."""
-        if node.outs is None:
-            return gs
         xp = self.xp
         g0 = next(g for g in gs if g is not None)
         device = self.ops._B.device_of(g0.data if self.create else g0)

@@ -19,7 +19,16 @@ from . import generic
 
 __all__ = ["Backend", "resolve", "KERNELS"]
 
-KERNELS = ("index_add", "own", "apply_", "bernoulli", "pad2d", "windows2d", "col2im2d")
+KERNELS = (
+    "index_add",
+    "own",
+    "apply_",
+    "bernoulli",
+    "pad2d",
+    "windows2d",
+    "col2im2d",
+    "col2im2d_rows",
+)
 
 # Module of fast paths, by the name of the canonical (array-api-compat) namespace.
 _FAST = {

@@ -100,3 +100,9 @@ def col2im2d(xp, cols, size, stride, dilation):
     """Adjoint of ``windows2d``: in-place adds of each kernel offset's plane."""
     with _on(cols):
         return generic.col2im2d_views(cp, cols, size, stride, dilation)
+
+
+def col2im2d_rows(xp, cols, size, dilation):
+    """Stride-1 col2im as long shifted adds (see generic.col2im2d_rows_views)."""
+    with _on(cols):
+        return generic.col2im2d_rows_views(cp, cols, size, dilation)

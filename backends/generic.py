@@ -126,3 +126,28 @@ def col2im2d(xp, cols, size, stride, dilation):
             key = (..., _offset(i, dh, sh, oh), _offset(j, dw, sw, ow))
             out[key] = out[key] + cols[..., i, j, :, :]
     return out
+
+
+def col2im2d_rows(xp, cols, size, dilation):
+    """Stride-1 ``col2im2d`` of windows computed on rows as wide as the output:
+    ``cols`` is (..., kh, kw, oh, W) with W = size[1], zero beyond the ow valid
+    columns of each row. Here, in the standard alone: those columns are cut off."""
+    kw = cols.shape[-3]
+    ow = size[1] - dilation[1] * (kw - 1)
+    return col2im2d(xp, cols[..., :ow], size, (1, 1), dilation)
+
+
+def col2im2d_rows_views(xp, cols, size, dilation):
+    """``col2im2d_rows`` for libraries with writable views (NumPy, CuPy): each kernel
+    offset is one add of a long contiguous run, shifted in the flattened output (a
+    row's zero tail lands on the next row's start, adding nothing). Rows of 14 or so
+    elements made NumPy's strided adds several times slower."""
+    kh, kw, oh, w = cols.shape[-4:]
+    (dh, dw), lead = dilation, tuple(cols.shape[:-4])
+    flat = xp.zeros(lead + (size[0] * w + (kw - 1) * dw,), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            start = i * dh * w + j * dw
+            view = flat[..., start : start + oh * w]
+            view += xp.reshape(cols[..., i, j, :, :], lead + (oh * w,))
+    return xp.reshape(flat[..., : size[0] * w], lead + tuple(size))

@@ -66,3 +66,8 @@ def windows2d(xp, x, kernel, stride, dilation, out):
 def col2im2d(xp, cols, size, stride, dilation):
     """Adjoint of ``windows2d``: in-place adds of each kernel offset's plane."""
     return generic.col2im2d_views(np, cols, size, stride, dilation)
+
+
+def col2im2d_rows(xp, cols, size, dilation):
+    """Stride-1 col2im as long shifted adds (see generic.col2im2d_rows_views)."""
+    return generic.col2im2d_rows_views(np, cols, size, dilation)

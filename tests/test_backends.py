@@ -67,6 +67,25 @@ def test_numpy_backend_calls_numpy_itself_on_hot_paths():
     assert B.zeros_like(np.ones(2, dtype=np.float32), device="cpu").dtype == np.float32
 
 
+@pytest.mark.parametrize("kind", ["fast", "generic-strict"])
+@pytest.mark.parametrize(
+    "kh, kw, oh, size, dilation", [(3, 3, 4, (6, 7), (1, 1)), (2, 3, 3, (5, 8), (2, 1))]
+)
+def test_col2im2d_rows_matches_hand_loop(kind, kh, kw, oh, size, dilation):
+    (dh, dw), (h, w) = dilation, size
+    ow = w - dw * (kw - 1)
+    cols = np.random.default_rng(0).standard_normal((2, 3, kh, kw, oh, w))
+    cols[..., ow:] = 0.0  # full-width rows: zero beyond the valid columns
+    ref = np.zeros((2, 3, h, w))
+    for i, j, y, x in np.ndindex(kh, kw, oh, ow):
+        ref[..., y + i * dh, x + j * dw] += cols[..., i, j, y, x]
+    if kind == "fast":
+        out = numpy_fast.col2im2d_rows(np, cols, size, dilation)
+    else:
+        out = generic.col2im2d_rows(strict, strict.asarray(cols), size, dilation)
+    np.testing.assert_allclose(host(out), ref, rtol=1e-14, atol=1e-14)
+
+
 # -- index_add -------------------------------------------------------------------
 def reference_index_add(x, indices, values, axis):
     """out[..., indices[j], ...] += values[..., j, ...], one element at a time, float64."""

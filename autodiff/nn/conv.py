@@ -11,6 +11,7 @@ rules are differentiated again under ``create_graph``.
 from __future__ import annotations
 
 from ..registry import defop
+from ..tensor import Tensor
 from ._dispatch import ops_of
 
 __all__ = ["conv2d", "conv_transpose2d"]
@@ -127,11 +128,23 @@ def _conv2d_dx(xp, g, ans, x, w, b, *, stride, pads, dilation, groups):
     n, c, h, wd = x.shape
     kernel = tuple(w.shape[2:])
     out = tuple(g.shape[-2:])
-    wm = xp.reshape(w, (groups, w.shape[0] // groups, -1))
-    dp = xp.reshape(xp.matrix_transpose(wm) @ _out_grad(xp, g, groups), (c,) + kernel + (n,) + out)
-    dp = xp.permute_dims(dp, (3, 0, 1, 2, 4, 5))  # (N, C, kh, kw, oh, ow)
     size = (h + pads[0] + pads[1], wd + pads[2] + pads[3])
-    dx = xp.col2im2d(dp, size=size, stride=stride, dilation=dilation)
+    wm = xp.reshape(w, (groups, w.shape[0] // groups, -1))
+    # Stride 1 on raw arrays: the columns are computed on rows as wide as the padded
+    # input (g padded with zero columns), so that col2im adds long contiguous runs.
+    rows = stride == (1, 1) and not isinstance(g, Tensor)
+    if rows:
+        gt = xp.pad2d(xp.permute_dims(g, (1, 0, 2, 3)), pads=(0, 0, 0, size[1] - out[1]))
+        out = (out[0], size[1])
+        gm = xp.reshape(gt, (groups, gt.shape[0] // groups, -1))
+    else:
+        gm = _out_grad(xp, g, groups)
+    dp = xp.reshape(xp.matrix_transpose(wm) @ gm, (c,) + kernel + (n,) + out)
+    dp = xp.permute_dims(dp, (3, 0, 1, 2, 4, 5))  # (N, C, kh, kw, oh, ow)
+    if rows:
+        dx = xp.col2im2d_rows(dp, size=size, dilation=dilation)
+    else:
+        dx = xp.col2im2d(dp, size=size, stride=stride, dilation=dilation)
     return _crop(xp, dx, pads, (h, wd)) if any(pads) else dx
 
 

@@ -20,6 +20,10 @@ def _conv(rng):
                           lambda xp, a, w, b, kw=kw: F.conv2d(a, w, b, **kw), f"{kw}"))  # fmt: skip
     out.append(Sample((x, _in(rng, (3, 2, 2, 3))), lambda xp, a, w: F.conv2d(a, w, stride=(2, 1)),
                       "no bias, stride (2, 1), floors"))  # fmt: skip
+    # stride 1 (input gradient on full-width rows), batch 2, dilation and uneven padding
+    out.append(Sample((_in(rng, (2, 2, 4, 5)), _in(rng, (3, 2, 2, 3))),
+                      lambda xp, a, w: F.conv2d(a, w, padding=(2, 1), dilation=(2, 1)),
+                      "batch 2, padding (2, 1), dilation (2, 1)"))  # fmt: skip
     return out
 
 

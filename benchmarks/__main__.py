@@ -1,8 +1,10 @@
-"""``python -m benchmarks CASE [--repeats N] [--without NAME]``: run one benchmark case.
+"""``python -m benchmarks CASE [--repeats N] [--without NAME] [--alone]``: run one
+benchmark case.
 
 ``--without torch`` leaves PyTorch out (its OpenMP threads keep spinning after each
 call and slow whatever runs next on a 2-core machine: useful to see the NumPy ratio
-alone)."""
+alone). ``--alone`` times each implementation in its own block (all its runs, then
+the next one's) instead of interleaving them (training steps only)."""
 
 import argparse
 import importlib
@@ -17,11 +19,15 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--without", action="append", default=[], choices=("torch",),
                    help="leave an implementation out")  # fmt: skip
+    p.add_argument("--alone", action="store_true",
+                   help="time each implementation alone, in blocks, not interleaved")  # fmt: skip
     args = p.parse_args(argv)
-    if "torch" in args.without:
-        from . import _case
+    from . import _case
 
+    if "torch" in args.without:
         _case.SKIP.add(_case.TORCH)
+    if args.alone:
+        _case.ALONE.add(True)
     print(importlib.import_module(f"benchmarks.{args.case}").main(args.repeats))
 
 

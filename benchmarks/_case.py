@@ -9,11 +9,12 @@ import tracemalloc
 
 import numpy as np
 
-from ._timing import interleave
+from ._timing import blocks, interleave
 from .threads import limit_threads
 
 AUTODIFF, NUMPY, TORCH = "autodiff (numpy)", "hand-written NumPy", "PyTorch CPU"
 SKIP: set = set()  # implementations left out (``--without torch``)
+ALONE: set = set()  # non-empty: time each implementation alone, in blocks (``--alone``)
 
 
 def sgd_step(model, opt, cross_entropy, X, Y):
@@ -44,7 +45,8 @@ def peak_bytes(step) -> int:
 
 def run(title: str, factories: dict, repeats: int, *, rtol=1e-4, scale=1e3, unit="ms") -> str:
     """Build each implementation (``factories[name]()`` -> a step returning the loss
-    as a float), check the losses of two steps agree, then time them interleaved."""
+    as a float), check the losses of two steps agree, then time them interleaved (or
+    each alone, in blocks, with ``--alone``)."""
     limit_threads(2)
     impls = {}
     for name, make in factories.items():
@@ -59,10 +61,11 @@ def run(title: str, factories: dict, repeats: int, *, rtol=1e-4, scale=1e3, unit
         np.testing.assert_allclose(got, losses[NUMPY], rtol=rtol,
                                    err_msg=f"{name}: loss of steps 1 and 2")  # fmt: skip
     memory = {name: peak_bytes(step) for name, step in impls.items() if "PyTorch" not in name}
-    times = interleave(impls, repeats)
+    times = (blocks if ALONE else interleave)(impls, repeats)
     med = {k: statistics.median(v) for k, v in times.items()}
+    how = "runs of each alone, one after the other" if ALONE else "interleaved runs"
     lines = [
-        f"{title}; {repeats} interleaved runs, 2 threads, float32",
+        f"{title}; {repeats} {how}, 2 threads, float32",
         f"loss after steps 1 and 2: {losses[NUMPY][0]:.6g}, {losses[NUMPY][1]:.6g} "
         f"(all agree to rtol {rtol:g})",
         "",

@@ -21,6 +21,21 @@ def interleave(impls: dict, repeats: int, warmup: int = 3) -> dict:
     return times
 
 
+def blocks(impls: dict, repeats: int, warmup: int = 3) -> dict:
+    """Seconds per call of each implementation timed alone, one after the other
+    (A A A ... B B B ...): no implementation runs while another's threads still spin."""
+    times = {}
+    for name, f in impls.items():
+        for _ in range(warmup):
+            f()
+        times[name] = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            f()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
 def table(times: dict, scale: float, unit: str, base: str) -> str:
     """Median, min and max per implementation, and the ratio of medians to ``base``."""
     med = {k: statistics.median(v) for k, v in times.items()}

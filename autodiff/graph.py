@@ -225,7 +225,12 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                     )
                     fitted = False
             else:
-                rxp, g, ans, args, kwargs = glue.prepare(node, g)
+                if raw:
+                    if node.outs is not None:
+                        g = glue.fill(node, g)
+                    rxp, ans, args, kwargs = xp, node.ans, node.args, node.kwargs
+                else:
+                    rxp, g, ans, args, kwargs = glue.prepare(node, g)
                 fitted = False
                 if op.joint:
                     if op.needs:

@@ -418,6 +418,10 @@ class _Ops:
     def _record(self, op: Op, out, args, raws, kwargs, residuals=None):
         """Wrap ``out`` as the output(s) of a new node for this call."""
         B = self._B
+        if type(out) is B.array_type and not op.per_arg_saves:
+            real = self._real.get(out.dtype)
+            if real:  # the common case, in one pass: one float array, saves per op
+                return self._record_one(op, out, args, raws, kwargs, residuals)
         multi = isinstance(out, (tuple, list))
         outs = list(out) if multi else [out]
         for i, o in enumerate(outs):
@@ -488,6 +492,48 @@ class _Ops:
         if hasattr(out, "_fields"):
             return type(out)(*results)
         return type(out)(results)
+
+    def _record_one(self, op, out, args, raws, kwargs, residuals):
+        """``_record`` of one floating-point array whose op saves the same arguments
+        whichever gradients are wanted."""
+        rules, joint, saves = op.vjp, op.joint, op.saves
+        nrules = 0 if joint else len(rules)
+        device_of = self._B.device_of
+        edges = [None] * len(args)
+        saved = list(raws)
+        versions = []
+        i = -1
+        for a in args:
+            i += 1
+            if not isinstance(a, Tensor):  # of this namespace: generic() checked
+                continue
+            d = a.data
+            if a._rg and (joint or (i < nrules and rules[i] is not None)):
+                n = a._node
+                edges[i] = (n, a._index if n is not None else a, d.shape, d.dtype)
+            if saves is None or i in saves:
+                c = a._version
+                if c is None:
+                    c = a._version = [0]
+                versions.append((c, c[0]))
+            else:  # what the rule may read of an argument whose values it doesn't need
+                saved[i] = Meta(d.shape, d.dtype, device_of(d))
+        node = Node(op, tuple(saved), kwargs, None, tuple(edges), tuple(versions))
+        if op.saves_ans:
+            node.ans = out
+        elif residuals is not None:
+            node.ans = residuals
+        t = _new(self.cls)
+        t.data = out
+        t.grad = None
+        t._index = 0
+        t._version = None
+        t._base = None
+        t._node = node
+        t._rg = True
+        if op.view and isinstance(args[0], Tensor):
+            _share_version(args[0], t)
+        return t
 
     # -- in-place --------------------------------------------------------------
     def _check_inplace(self, t, what):
@@ -673,7 +719,7 @@ class _Glue:
         """(xp, g, ans, args, kwargs) for the node's rule: Meta for arguments it
         didn't save, and, under create_graph, Tensors linked into the graph."""
         if node.outs is not None:
-            gs = self._fill(node, gs)
+            gs = self.fill(node, gs)
         if not self.create:
             return self.xp, gs, node.ans, node.args, node.kwargs
         ops = self.ops
@@ -701,7 +747,7 @@ class _Glue:
         kwargs = {k: wrap(v) if ops._B.is_array(v) else v for k, v in node.kwargs.items()}
         return self.xp, gs, ans, args, kwargs
 
-    def _fill(self, node, gs):
+    def fill(self, node, gs):
         """Zeros for the outputs of a multi-output node that got no gradient."""
         xp = self.xp
         g0 = next(g for g in gs if g is not None)

@@ -72,6 +72,9 @@ class Op:
         # Element-wise rules never read an argument they didn't save, not even its
         # shape, so the backward pass hands them the saved tuple as it is.
         self.elementwise = self.style in ("unary", "binary")
+        # saves given per argument (multiply's ((1,), (0,))): what is kept depends on
+        # which gradients are wanted
+        self.per_arg_saves = bool(self.saves) and isinstance(self.saves[0], tuple)
 
     def __repr__(self):
         return f"Op({self.name!r}, {self.kind})"

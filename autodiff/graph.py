@@ -14,7 +14,15 @@ from itertools import count
 
 from .registry import Op
 
-__all__ = ["no_grad", "enable_grad", "is_grad_enabled", "Node", "MultiNode", "run_backward"]
+__all__ = [
+    "no_grad",
+    "enable_grad",
+    "is_grad_enabled",
+    "Node",
+    "MultiNode",
+    "Outer",
+    "run_backward",
+]
 
 
 class _Mode(threading.local):
@@ -127,6 +135,42 @@ class Meta:
         for s in self.shape:
             n *= s
         return n
+
+
+class Outer:
+    """A weight's gradient ``a^T @ b``, handed to the backward pass as its factors
+    ``a`` (rows, m) and ``b`` (rows, n).
+
+    Rules of recurrent cells return one for their weights, which a loop reuses at
+    every step: the factors a leaf receives are stacked and the sum of all the
+    products is one matmul at the end of the backward pass, instead of a small matmul
+    and an addition per step. Flowing anywhere but into a leaf, it is formed at once.
+    """
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    @property
+    def shape(self):
+        return (self.a.shape[-1], self.b.shape[-1])
+
+    @property
+    def dtype(self):
+        return self.a.dtype
+
+    def value(self, xp):
+        return xp.matrix_transpose(self.a) @ self.b
+
+    @staticmethod
+    def total(xp, outers):
+        """The sum of the products, as one matmul over the stacked factors."""
+        if len(outers) == 1:
+            return outers[0].value(xp)
+        a = xp.concat([o.a for o in outers], axis=0)
+        b = xp.concat([o.b for o in outers], axis=0)
+        return xp.matrix_transpose(a) @ b
 
 
 def _reachable(roots, stop):
@@ -257,6 +301,12 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
             if gi is None:
                 continue
             parent, index, shape, dtype = e
+            if type(gi) is Outer:
+                if parent is None:  # a leaf: summed with its other steps at the end
+                    if targets is None:
+                        glue.defer(index, gi)
+                    continue
+                gi = gi.value(xp)
             if not fitted and (gi.shape != shape or gi.dtype != dtype):
                 gi = fit(gi, shape, dtype)
             if parent is None:
@@ -285,6 +335,7 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                 if parent not in buffers:
                     heappush(heap, (-parent.seq, parent))
                 _accumulate(buffers, parent, index, gi, glue)
+    glue.flush()
     if targets is not None:
         return [captured.get(t) for t in targets]
     return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 
 from . import _standard, graph
-from .graph import Meta, MultiNode, Node, grad_off, mode, next_seq, run_backward
+from .graph import Meta, MultiNode, Node, Outer, grad_off, mode, next_seq, run_backward
 from .registry import CONST, MISSING, Op
 from .registry import get as _registry_get
 from .registry import ops as _registry_ops
@@ -670,6 +670,18 @@ class _Glue:
         # grad, and those of them this backward allocated (safe to add into in place).
         self.handed = {}
         self.mine = {}
+        self.deferred = {}  # id(leaf) -> (leaf, [Outer, ...]): formed by flush()
+
+    def defer(self, leaf, g):
+        """Keep a leaf's gradient given as factors (an Outer) for flush()."""
+        self.deferred.setdefault(id(leaf), (leaf, []))[1].append(g)
+
+    def flush(self):
+        """Accumulate the deferred gradients: one matmul per leaf over all its factors."""
+        if self.deferred:
+            deferred, self.deferred = self.deferred, {}
+            for leaf, outers in deferred.values():
+                self.accumulate_leaf(leaf, Outer.total(self.xp, outers))
 
     def lift(self, g):
         return self.ops._wrap(g) if self.create else g

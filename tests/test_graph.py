@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
+from autodiff.nn import functional as F
 
 
 def val(t):
@@ -401,3 +402,64 @@ def test_accumulation_keeps_an_earlier_grad_object_unchanged(xp):
     xp.sum(3.0 * w).backward()
     np.testing.assert_array_equal(np.asarray(w.grad.data), [6.0, 8.0])
     np.testing.assert_array_equal(np.asarray(first.data), [3.0, 5.0])
+
+
+# -- weights reused by a looped cell: factors stacked, one matmul per leaf ------------------
+def _loop_loss(xp, cell, ws, xs):
+    """A cell looped over xs; w[1] is also used outside the cells (a plain gradient
+    reaches the same leaf as the stacked factors)."""
+    n, hidden = xs[0].shape[0], ws[1].shape[-1]
+    h = xp.zeros((n, hidden), dtype=xp.float64)
+    c = h
+    total = 0.0
+    for x in xs:
+        if cell == "gru":
+            h = F.gru_cell(x, h, *ws)
+        elif cell == "lstm":
+            h, c = F.lstm_cell(x, (h, c), *ws)
+        else:
+            h = F.gated_memory_cell(h, x, *ws)
+        total = total + xp.mean(h * h)
+    return total + xp.sum(ws[1] * ws[1]) * 0.01
+
+
+_CELLS = {  # shapes of the weights for input 3, hidden 4
+    "gru": [(12, 3), (12, 4), (12,), (12,)],
+    "lstm": [(16, 3), (16, 4), (16,), (16,)],
+    "gmc": [(7, 4), (7, 4), (4,), (4,)],
+}
+
+
+@pytest.mark.parametrize("cell", sorted(_CELLS))
+def test_looped_cell_weight_grads_match_central_differences(xp, cell, monkeypatch):
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal(s) * 0.5 for s in _CELLS[cell]]
+    xs = [xp.asarray(rng.standard_normal((2, 3))) for _ in range(4)]
+    ws = [leaf(xp, v) for v in values]
+    stacked = []
+    total = ad.graph.Outer.total
+
+    def counted(b, outers):
+        stacked.append(len(outers))
+        return total(b, outers)
+
+    monkeypatch.setattr(ad.graph.Outer, "total", staticmethod(counted))
+    _loop_loss(xp, cell, ws, xs).backward()
+    assert stacked == [4, 4]  # both weight matrices: the factors of the 4 steps, one matmul
+    first = [val(w.grad) for w in ws]
+    _loop_loss(xp, cell, ws, xs).backward()  # accumulates into the same grads
+    for w, g in zip(ws, first):
+        np.testing.assert_allclose(val(w.grad), 2 * g, rtol=1e-12)
+    eps = 1e-6
+    for k, v in enumerate(values):
+        num = np.zeros_like(v)
+        for idx in np.ndindex(v.shape):
+            losses = []
+            for sign in (1, -1):
+                moved = [u.copy() for u in values]
+                moved[k][idx] += sign * eps
+                with ad.no_grad():
+                    loss = _loop_loss(xp, cell, [xp.asarray(u) for u in moved], xs)
+                losses.append(float(val(loss)))
+            num[idx] = (losses[0] - losses[1]) / (2 * eps)
+        np.testing.assert_allclose(first[k], num, rtol=1e-6, atol=1e-8)

@@ -5,7 +5,9 @@ inputs (nothing but the inputs is kept between forward and backward)."""
 
 from __future__ import annotations
 
+from ..graph import Outer
 from ..registry import defop
+from ..tensor import Tensor
 from ._dispatch import ops_of
 from .activations import _sigmoid
 from .linear import _linear as _affine  # a @ w^T (+ b), torch's (out, in) layout
@@ -21,8 +23,12 @@ def _batched(xp, *arrays):
 
 
 def _weight_grad(xp, d, a):
-    """The gradient of W in a @ W^T: d^T @ a, summed over the batch."""
-    return xp.matrix_transpose(d) @ a
+    """The gradient of W in a @ W^T: d^T @ a, summed over the batch. On raw 2-D arrays
+    it is handed over as its factors (an Outer): a cell looped over T steps then gets
+    one matmul over all the steps at the end of the backward pass."""
+    if isinstance(d, Tensor) or d.ndim != 2 or a.ndim != 2 or d.dtype != a.dtype:
+        return xp.matrix_transpose(d) @ a
+    return Outer(d, a)
 
 
 def _split(xp, a, k):
@@ -162,8 +168,8 @@ def _gru_seq_rule(xp, g, res, x, h0, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 
     return (
         xp.reshape(dgi @ w_ih, x.shape) if needs[0] else None,
         dh if needs[1] else None,
-        _weight_grad(xp, dgi, x2) if needs[2] else None,
-        _weight_grad(xp, dgh, prevs) if needs[3] else None,
+        xp.matrix_transpose(dgi) @ x2 if needs[2] else None,  # all steps already
+        xp.matrix_transpose(dgh) @ prevs if needs[3] else None,
         None if b_ih is None or not needs[4] else xp.sum(dgi, axis=0),
         None if b_hh is None or not needs[5] else xp.sum(dgh, axis=0),
     )
@@ -268,9 +274,11 @@ def _gmc_rule(xp, g, ans, m, x, w_z, w_c, b_z, b_c):
     dpc = g * z * (1 - c * c)
     du = dpz @ xp.matrix_transpose(w_z) + dpc @ xp.matrix_transpose(w_c)
     k = m.shape[-1]
-    ut = xp.matrix_transpose(u) if u.ndim > 1 else xp.expand_dims(u, axis=-1)
-    wz = ut @ (dpz if u.ndim > 1 else xp.expand_dims(dpz, axis=0))
-    wc = ut @ (dpc if u.ndim > 1 else xp.expand_dims(dpc, axis=0))
+    if u.ndim > 1:
+        wz, wc = _weight_grad(xp, u, dpz), _weight_grad(xp, u, dpc)
+    else:
+        ut = xp.expand_dims(u, axis=-1)
+        wz, wc = ut @ xp.expand_dims(dpz, axis=0), ut @ xp.expand_dims(dpc, axis=0)
     return (du[..., :k] + g * (1 - z), du[..., k:], wz, wc,
             None if b_z is None else dpz, None if b_c is None else dpc)  # fmt: skip
 

@@ -69,15 +69,21 @@ def run(title: str, factories: dict, repeats: int, *, rtol=1e-4, scale=1e3, unit
         f"loss after steps 1 and 2: {losses[NUMPY][0]:.6g}, {losses[NUMPY][1]:.6g} "
         f"(all agree to rtol {rtol:g})",
         "",
-        f"| implementation | median {unit} | min | max | / NumPy | / PyTorch | peak MB |",
-        "|---|---|---|---|---|---|---|",
+        f"| implementation | median {unit} | min | max | / NumPy | / PyTorch | paired / NumPy "
+        "| peak MB |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for k, v in times.items():
         vs_torch = f"{med[k] / med[TORCH]:.2f}" if TORCH in med else "-"
         mb = f"{memory[k] / 2**20:.1f}" if k in memory else "-"
+        # the median over rounds of this implementation's time over NumPy's in the same
+        # round: neighbours in time share the machine's state (interleaved runs only)
+        paired = "-"
+        if not ALONE:
+            paired = f"{statistics.median(a / b for a, b in zip(v, times[NUMPY])):.2f}"
         lines.append(
             f"| {k} | {med[k] * scale:.2f} | {min(v) * scale:.2f} | {max(v) * scale:.2f} "
-            f"| {med[k] / med[NUMPY]:.2f} | {vs_torch} | {mb} |"
+            f"| {med[k] / med[NUMPY]:.2f} | {vs_torch} | {paired} | {mb} |"
         )
     if AUTODIFF in memory and memory[NUMPY]:
         lines.append(f"\npeak memory autodiff / NumPy: {memory[AUTODIFF] / memory[NUMPY]:.2f}")

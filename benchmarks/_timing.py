@@ -40,12 +40,14 @@ def table(times: dict, scale: float, unit: str, base: str) -> str:
     """Median, min and max per implementation, and the ratio of medians to ``base``."""
     med = {k: statistics.median(v) for k, v in times.items()}
     lines = [
-        f"| implementation | median {unit} | min | max | ratio to {base} |",
-        "|---|---|---|---|---|",
+        f"| implementation | median {unit} | min | max | ratio to {base} | paired ratio |",
+        "|---|---|---|---|---|---|",
     ]
     for k, v in times.items():
+        # median over rounds of the time over the base's in the same round
+        paired = statistics.median(a / b for a, b in zip(v, times[base]))
         lines.append(
             f"| {k} | {med[k] * scale:.2f} | {min(v) * scale:.2f} | {max(v) * scale:.2f} "
-            f"| {med[k] / med[base]:.2f} |"
+            f"| {med[k] / med[base]:.2f} | {paired:.2f} |"
         )
     return "\n".join(lines)

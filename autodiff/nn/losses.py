@@ -7,7 +7,7 @@ import math
 
 from ..registry import defop
 from ._dispatch import ops_of
-from .activations import _log1p_exp, _log_softmax, _sigmoid, _softmax
+from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid, _softmax
 
 __all__ = ["cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]
 
@@ -28,8 +28,9 @@ def _unreduce(xp, g, shape, reduction, count=None):
     """The cotangent of each element of the unreduced loss."""
     if reduction == "none":
         return g
-    g = xp.broadcast_to(xp.reshape(g, (1,) * len(shape)), shape) if shape else g
-    return g if reduction == "sum" else g / (math.prod(shape) if count is None else count)
+    if reduction == "mean":  # divided before it is broadcast: no full-size temporary
+        g = g / (math.prod(shape) if count is None else count)
+    return xp.broadcast_to(xp.reshape(g, (1,) * len(shape)), shape) if shape else g
 
 
 # -- cross-entropy ---------------------------------------------------------------
@@ -57,18 +58,25 @@ def _ce_count(xp, valid, dtype):
     return xp.where(n == 0, xp.ones_like(n), n)
 
 
-def _cross_entropy(xp, logits, target, ignore_index, reduction, label_smoothing):
-    z, valid, safe = _ce_parts(xp, logits, target, ignore_index)
-    logp = _log_softmax(xp, z, -1)
-    picked = xp.take(xp.reshape(logp, (-1,)), _flat_positions(xp, safe, z.shape[-1]))
-    nll = -xp.reshape(picked, tuple(safe.shape))
-    if label_smoothing:
-        nll = (1 - label_smoothing) * nll - label_smoothing * xp.mean(logp, axis=-1)
+def _cross_entropy(B, logits, target, ignore_index, reduction, label_smoothing):
+    """The forward pass (``B`` a backend): nll = log(sum(exp(z - m))) - (z[target] - m),
+    m the row max, from the sum and the picked logits alone (no (N, C) log-probabilities;
+    z[target] - m first, so that large logits lose no precision)."""
+    z, valid, safe = _ce_parts(B, logits, target, ignore_index)
+    shape = tuple(safe.shape)
+    m = _max_const(B, z, -1)
+    s = B.sum(B.apply_("exp", z - m), axis=-1, keepdims=True)
+    log_s = B.reshape(B.log(_exp_sum(B, s)), shape)
+    m = B.reshape(m, shape)
+    picked = B.reshape(B.take(B.reshape(z, (-1,)), _flat_positions(B, safe, z.shape[-1])), shape)
+    nll = log_s - (picked - m)
+    if label_smoothing:  # -mean(log p) = log_s - (mean(z) - m)
+        nll = (1 - label_smoothing) * nll + label_smoothing * (log_s - (B.mean(z, axis=-1) - m))
     if valid is None:
-        return _reduce(xp, nll, reduction)
-    loss = xp.where(valid, nll, xp.zeros_like(nll))
-    count = _ce_count(xp, valid, loss.dtype) if reduction == "mean" else None
-    return _reduce(xp, loss, reduction, count)
+        return _reduce(B, nll, reduction)
+    loss = B.where(valid, nll, B.zeros_like(nll))
+    count = _ce_count(B, valid, loss.dtype) if reduction == "mean" else None
+    return _reduce(B, loss, reduction, count)
 
 
 def _cross_entropy_rule(xp, g, ans, logits, target, *, ignore_index, reduction, label_smoothing):

@@ -292,6 +292,7 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
         if not retain_graph:
             node.args = node.kwargs = node.ans = None
             node.versions = ()
+        args = ans = None  # saved values die here, not with the next node
         i = -1
         for e in edges:
             i += 1

@@ -21,6 +21,7 @@ __all__ = ["Backend", "resolve", "KERNELS"]
 
 KERNELS = (
     "index_add",
+    "index_add_",
     "own",
     "apply_",
     "bernoulli",

@@ -31,16 +31,23 @@ def index_add(xp, x, indices, values, axis=0):
     """``cupyx.scatter_add`` on a copy: duplicates accumulate (see generic.index_add)."""
     if x.dtype.name not in _ATOMIC:
         return generic.index_add(xp, x, indices, values, axis=axis)
+    with _on(x):
+        return index_add_(xp, cp.array(x, copy=True), indices, values, axis=axis)
+
+
+def index_add_(xp, x, indices, values, axis=0):
+    """``cupyx.scatter_add`` into ``x`` itself (the caller's own array; use the result)."""
+    if x.dtype.name not in _ATOMIC:
+        return generic.index_add(xp, x, indices, values, axis=axis)
     axis = axis % x.ndim
     with _on(x):
-        out = cp.array(x, copy=True)
         key = (slice(None),) * axis + (cp.reshape(indices, (-1,)),)
         try:
             # scatter_add adds values of the target's dtype; numpy.add.at casts, so cast too.
-            cupyx.scatter_add(out, key, cp.asarray(values, dtype=out.dtype))
+            cupyx.scatter_add(x, key, cp.asarray(values, dtype=x.dtype))
         except TypeError:  # an older CuPy, without scatter_add for this dtype
             return generic.index_add(xp, x, indices, values, axis=axis)
-    return out
+    return x
 
 
 def own(xp, x):

@@ -33,6 +33,12 @@ def index_add(xp, x, indices, values, axis=0):
     return x + sums
 
 
+def index_add_(xp, x, indices, values, axis=0):
+    """``index_add`` into ``x`` itself where the library can (``x`` must be the caller's
+    own array; use the result). Here, in the standard alone, a new array."""
+    return index_add(xp, x, indices, values, axis=axis)
+
+
 def apply_(xp, name, x):
     """``xp.<name>(x)`` for a unary element-wise function, written into ``x``'s buffer
     where the library can (``out=``); ``x`` must be a temporary of the caller. Here, in

@@ -28,11 +28,14 @@ FUNCTIONS = _direct()
 
 def index_add(xp, x, indices, values, axis=0):
     """``numpy.add.at`` on a copy: duplicates accumulate (see generic.index_add)."""
-    out = np.array(x, copy=True)
-    axis = axis % x.ndim
-    key = (slice(None),) * axis + (np.reshape(indices, (-1,)),)
-    np.add.at(out, key, values)
-    return out
+    return index_add_(xp, np.array(x, copy=True), indices, values, axis=axis)
+
+
+def index_add_(xp, x, indices, values, axis=0):
+    """``numpy.add.at`` into ``x`` itself (the caller's own array)."""
+    key = (slice(None),) * (axis % x.ndim) + (np.reshape(indices, (-1,)),)
+    np.add.at(x, key, values)
+    return x
 
 
 def own(xp, x):

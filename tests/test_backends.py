@@ -58,6 +58,19 @@ def test_apply_in_place_on_numpy_new_array_elsewhere():
     np.testing.assert_array_equal(host(s), values)  # the standard alone: a new array
 
 
+def test_index_add_in_place_on_numpy_new_array_elsewhere():
+    x = np.zeros(4)
+    out = backends.resolve(np).index_add_(x, np.asarray([1, 3, 1]), np.asarray([1.0, 2.0, 4.0]))
+    assert out is x  # the caller's own array, added into
+    np.testing.assert_array_equal(x, [0.0, 5.0, 0.0, 2.0])
+    s = strict.zeros(4, dtype=strict.float64)
+    out = backends.resolve(strict).index_add_(
+        s, strict.asarray([1, 3, 1]), strict.asarray([1.0, 2.0, 4.0])
+    )
+    np.testing.assert_array_equal(host(out), [0.0, 5.0, 0.0, 2.0])
+    np.testing.assert_array_equal(host(s), [0.0] * 4)  # the standard alone: a new array
+
+
 def test_numpy_backend_calls_numpy_itself_on_hot_paths():
     B = backends.resolve(np)
     if tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 1):

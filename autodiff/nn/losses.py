@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ..registry import defop
+from ..tensor import Tensor
 from ._dispatch import ops_of
 from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid, _softmax
 
@@ -65,23 +66,26 @@ def _cross_entropy(B, logits, target, ignore_index, reduction, label_smoothing):
     z, valid, safe = _ce_parts(B, logits, target, ignore_index)
     shape = tuple(safe.shape)
     m = _max_const(B, z, -1)
-    s = B.sum(B.apply_("exp", z - m), axis=-1, keepdims=True)
-    log_s = B.reshape(B.log(_exp_sum(B, s)), shape)
+    e = B.apply_("exp", z - m)
+    s = _exp_sum(B, B.sum(e, axis=-1, keepdims=True))
+    log_s = B.reshape(B.log(s), shape)
     m = B.reshape(m, shape)
     picked = B.reshape(B.take(B.reshape(z, (-1,)), _flat_positions(B, safe, z.shape[-1])), shape)
     nll = log_s - (picked - m)
     if label_smoothing:  # -mean(log p) = log_s - (mean(z) - m)
         nll = (1 - label_smoothing) * nll + label_smoothing * (log_s - (B.mean(z, axis=-1) - m))
+    # exp(z - m) and its row sums are kept for the rule: the softmax is e / s
     if valid is None:
-        return _reduce(B, nll, reduction)
+        return _reduce(B, nll, reduction), (e, s)
     loss = B.where(valid, nll, B.zeros_like(nll))
     count = _ce_count(B, valid, loss.dtype) if reduction == "mean" else None
-    return _reduce(B, loss, reduction, count)
+    return _reduce(B, loss, reduction, count), (e, s)
 
 
-def _cross_entropy_rule(xp, g, ans, logits, target, *, ignore_index, reduction, label_smoothing):
+def _cross_entropy_rule(xp, g, res, logits, target, *, ignore_index, reduction, label_smoothing):
     """softmax - (1 - eps) onehot(t) - eps / C per valid target, times its cotangent.
-    The one-hot part is a scatter-add at flat positions: no (N, C) one-hot matrix."""
+    The softmax is e / s from the forward pass (recomputed under create_graph); the
+    one-hot part is a scatter-add at flat positions: no (N, C) one-hot matrix."""
     z, valid, safe = _ce_parts(xp, logits, target, ignore_index)
     c = z.shape[-1]
     shape = tuple(safe.shape)
@@ -91,13 +95,18 @@ def _cross_entropy_rule(xp, g, ans, logits, target, *, ignore_index, reduction, 
         count = _ce_count(xp, valid, z.dtype) if reduction == "mean" else None
         gl = _unreduce(xp, g, shape, reduction, count)
         gl = xp.where(valid, gl, xp.zeros_like(gl))
-    grad = _softmax(xp, z, -1) * xp.expand_dims(gl, axis=-1)
+    gcol = xp.expand_dims(gl, axis=-1)
+    if res is None:
+        grad = _softmax(xp, z, -1) * gcol
+    else:
+        e, s = res
+        grad = e * (gcol / s)  # one pass over (N, C)
     if label_smoothing:
-        grad = grad - (label_smoothing / c) * xp.expand_dims(gl, axis=-1)
+        grad = grad - (label_smoothing / c) * gcol
     pos = _flat_positions(xp, safe, c)
-    flat = xp.index_add(
-        xp.reshape(grad, (-1,)), pos, -(1 - label_smoothing) * xp.reshape(gl, (-1,))
-    )
+    # grad is ours: on raw arrays the one-hot part is added into it, no copy
+    add = xp.index_add if isinstance(grad, Tensor) else xp.index_add_
+    flat = add(xp.reshape(grad, (-1,)), pos, -(1 - label_smoothing) * xp.reshape(gl, (-1,)))
     grad = xp.reshape(flat, z.shape)
     return xp.moveaxis(grad, -1, 1) if logits.ndim > 2 else grad
 
@@ -106,6 +115,7 @@ defop(
     "nn.cross_entropy",
     _cross_entropy_rule,
     None,
+    residuals=True,
     chapter=CH,
     impl=lambda B: lambda logits, target, **kw: _cross_entropy(B, logits, target, **kw),
     doc="softmax cross-entropy with integer targets (class axis 1)",

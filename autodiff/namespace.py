@@ -418,10 +418,10 @@ class _Ops:
     def _record(self, op: Op, out, args, raws, kwargs, residuals=None):
         """Wrap ``out`` as the output(s) of a new node for this call."""
         B = self._B
-        if type(out) is B.array_type and not op.per_arg_saves:
-            real = self._real.get(out.dtype)
-            if real:  # the common case, in one pass: one float array, saves per op
-                return self._record_one(op, out, args, raws, kwargs, residuals)
+        if B.scalar_types and isinstance(out, B.scalar_types):  # numpy's 0-d results
+            out = B.asarray(out)
+        if type(out) is B.array_type and self._real.get(out.dtype):
+            return self._record_one(op, out, args, raws, kwargs, residuals)
         multi = isinstance(out, (tuple, list))
         outs = list(out) if multi else [out]
         for i, o in enumerate(outs):
@@ -494,10 +494,14 @@ class _Ops:
         return type(out)(results)
 
     def _record_one(self, op, out, args, raws, kwargs, residuals):
-        """``_record`` of one floating-point array whose op saves the same arguments
-        whichever gradients are wanted."""
+        """``_record`` of one floating-point array (the common case, in one pass)."""
         rules, joint, saves = op.vjp, op.joint, op.saves
         nrules = 0 if joint else len(rules)
+        if op.per_arg_saves:  # what is kept depends on which gradients are wanted
+            saves = _saved(op, *(
+                i for i, a in enumerate(args)
+                if isinstance(a, Tensor) and a._rg and (joint or (i < nrules and rules[i]))
+            ))  # fmt: skip
         device_of = self._B.device_of
         edges = [None] * len(args)
         saved = list(raws)

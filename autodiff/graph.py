@@ -303,8 +303,8 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                 continue
             parent, index, shape, dtype = e
             if type(gi) is Outer:
-                if parent is None:  # a leaf: summed with its other steps at the end
-                    if targets is None:
+                if parent is None and gi.shape == shape and gi.dtype == dtype:
+                    if targets is None:  # a leaf: summed with its other steps at the end
                         glue.defer(index, gi)
                     continue
                 gi = gi.value(xp)

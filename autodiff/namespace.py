@@ -527,12 +527,7 @@ class _Ops:
             node.ans = out
         elif residuals is not None:
             node.ans = residuals
-        t = _new(self.cls)
-        t.data = out
-        t.grad = None
-        t._index = 0
-        t._version = None
-        t._base = None
+        t = self._wrap(out)
         t._node = node
         t._rg = True
         if op.view and isinstance(args[0], Tensor):

@@ -463,3 +463,16 @@ def test_looped_cell_weight_grads_match_central_differences(xp, cell, monkeypatc
                 losses.append(float(val(loss)))
             num[idx] = (losses[0] - losses[1]) / (2 * eps)
         np.testing.assert_allclose(first[k], num, rtol=1e-6, atol=1e-8)
+
+
+def test_looped_cell_weight_grads_keep_the_weights_dtype():
+    xp = ad.Autodiff(np)
+    w_ih = xp.asarray(np.full((6, 3), 0.1, np.float32), requires_grad=True)
+    w_hh = xp.asarray(np.full((6, 2), 0.1, np.float32), requires_grad=True)
+    x = xp.asarray(np.ones((4, 3)))  # float64 inputs promote the step to float64
+    h = xp.zeros((4, 2), dtype=xp.float64)
+    for _ in range(3):
+        h = F.gru_cell(x, h, w_ih, w_hh)
+    xp.sum(h).backward()
+    assert w_ih.grad.dtype == xp.float32 and w_hh.grad.dtype == xp.float32
+    assert w_ih.grad.shape == (6, 3) and w_hh.grad.shape == (6, 2)

@@ -24,6 +24,7 @@ KERNELS = (
     "index_add_",
     "own",
     "apply_",
+    "matmul_",
     "bernoulli",
     "pad2d",
     "windows2d",

@@ -66,6 +66,12 @@ def apply_(xp, name, x):
         return getattr(cp, name)(x, out=x)
 
 
+def matmul_(xp, a, b, out):
+    """``cupy.matmul(a, b, out=out)``: the product lands in ``out``."""
+    with _on(out):
+        return cp.matmul(a, b, out=out)
+
+
 _rng = None
 
 

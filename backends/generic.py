@@ -39,6 +39,15 @@ def index_add_(xp, x, indices, values, axis=0):
     return index_add(xp, x, indices, values, axis=axis)
 
 
+def matmul_(xp, a, b, out):
+    """``a @ b`` written into ``out`` (a view the caller owns, maybe strided) and returned.
+    Here, in the standard alone: the product, then a copy into ``out``; whether that
+    reaches the array ``out`` is a view of is up to the library (callers that need it
+    use this kernel only where it is a fast path: NumPy, CuPy)."""
+    out[...] = a @ b
+    return out
+
+
 def apply_(xp, name, x):
     """``xp.<name>(x)`` for a unary element-wise function, written into ``x``'s buffer
     where the library can (``out=``); ``x`` must be a temporary of the caller. Here, in

@@ -50,6 +50,11 @@ def apply_(xp, name, x):
     return getattr(np, name)(x, out=x)
 
 
+def matmul_(xp, a, b, out):
+    """``numpy.matmul(a, b, out=out)``: the product lands in ``out`` (no temporary)."""
+    return np.matmul(a, b, out=out)
+
+
 def pad2d(xp, x, pads, value=0.0):
     """``numpy.pad`` of the last two axes with a constant."""
     top, bottom, left, right = pads

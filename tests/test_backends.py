@@ -71,6 +71,18 @@ def test_index_add_in_place_on_numpy_new_array_elsewhere():
     np.testing.assert_array_equal(host(s), [0.0] * 4)  # the standard alone: a new array
 
 
+def test_matmul_into_a_strided_view():
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.arange(12.0).reshape(3, 4)
+    buf = np.zeros((4, 2))
+    out = backends.resolve(np).matmul_(a, b, buf.T)  # a transposed (strided) view
+    assert np.shares_memory(out, buf)
+    np.testing.assert_array_equal(buf.T, [[20.0, 23.0, 26.0, 29.0], [56.0, 68.0, 80.0, 92.0]])
+    sbuf = strict.zeros((2, 4), dtype=strict.float64)
+    out = backends.resolve(strict).matmul_(strict.asarray(a), strict.asarray(b), sbuf)
+    np.testing.assert_array_equal(host(out), [[20.0, 23.0, 26.0, 29.0], [56.0, 68.0, 80.0, 92.0]])
+
+
 def test_numpy_backend_calls_numpy_itself_on_hot_paths():
     B = backends.resolve(np)
     if tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 1):

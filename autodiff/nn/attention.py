@@ -3,13 +3,15 @@ each with a fused rule."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..registry import defop
+from ..tensor import Tensor
 from ._dispatch import constant, ops_of
 from .activations import _softmax, _softmax_raw
 
-__all__ = ["rope", "scaled_dot_product_attention"]
+__all__ = ["rope", "scaled_dot_product_attention", "self_attention_packed"]
 
 CH = "nn.attention"
 
@@ -100,7 +102,7 @@ def _sdpa(xp, q, k, v, mask, is_causal, scale):
     return a @ v, a
 
 
-def _sdpa_rule(xp, g, a, q, k, v, mask, *, is_causal, scale):
+def _sdpa_rule(xp, g, a, q, k, v, mask, *, is_causal, scale, outs=None):
     if a is None:  # under create_graph: recomputed, so that it is differentiated too
         a = _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1)
     ds = g @ xp.matrix_transpose(v)  # d a, then d scores in place (ours alone)
@@ -108,6 +110,12 @@ def _sdpa_rule(xp, g, a, q, k, v, mask, *, is_causal, scale):
     ds *= a
     dmask = None if mask is None or mask.dtype == xp.bool else xp.asarray(ds, copy=True)
     ds *= scale
+    if outs is not None:  # raw arrays: each product straight into the caller's buffer
+        oq, ok, ov = outs
+        dq = xp.matmul_(ds, k, oq)
+        dk = xp.matmul_(xp.matrix_transpose(ds), q, ok)
+        dv = xp.matmul_(xp.matrix_transpose(a), g, ov)
+        return dq, dk, dv, dmask
     dq = ds @ k
     dk = xp.matrix_transpose(ds) @ q
     dv = xp.matrix_transpose(a) @ g
@@ -124,6 +132,71 @@ defop(
     ),
     doc="softmax(q k^T * scale + mask) v",
 )
+
+
+# -- self-attention on packed q|k|v -----------------------------------------------------------
+def _split_heads(xp, qkv, heads):
+    """q, k, v (N, heads, L, d) as views of the packed (N, L, 3 * heads * d) projection."""
+    n, length = qkv.shape[0], qkv.shape[1]
+    d = qkv.shape[-1] // (3 * heads)
+    parts = xp.unstack(xp.reshape(qkv, (n, length, 3, heads, d)), axis=2)
+    return [xp.permute_dims(t, (0, 2, 1, 3)) for t in parts]
+
+
+def _sdpa_packed(B, qkv, mask, *, heads, is_causal, scale):
+    """The heads' outputs merged back to (N, L, heads * d), and the attention weights."""
+    out, a = _sdpa(B, *_split_heads(B, qkv, heads), mask, is_causal, scale)
+    return B.reshape(B.permute_dims(out, (0, 2, 1, 3)), tuple(qkv.shape[:2]) + (-1,)), a
+
+
+def _sdpa_packed_rule(xp, g, a, qkv, mask, *, heads, is_causal, scale):
+    q, k, v = _split_heads(xp, qkv, heads)
+    n, length, d = g.shape[0], g.shape[1], q.shape[-1]
+    go = xp.permute_dims(xp.reshape(g, (n, length, heads, d)), (0, 2, 1, 3))
+    rule = functools.partial(_sdpa_rule, xp, go, a, q, k, v, mask, is_causal=is_causal,
+                             scale=scale)  # fmt: skip
+    if isinstance(g, Tensor) or xp.kernel_source["matmul_"] != "fast":
+        # under create_graph (composed of differentiable ops), or a library whose
+        # views may not write through: the products, then one stack
+        dq, dk, dv, dmask = rule()
+        dqkv = xp.stack([xp.permute_dims(t, (0, 2, 1, 3)) for t in (dq, dk, dv)], axis=2)
+        return xp.reshape(dqkv, tuple(qkv.shape)), dmask
+    # NumPy, CuPy: dq, dk, dv computed straight into the packed layout, no copy
+    dqkv = xp.empty((n, length, 3, heads, d), dtype=g.dtype, device=xp.device_of(g))
+    outs = [xp.permute_dims(dqkv[:, :, i, ...], (0, 2, 1, 3)) for i in range(3)]
+    dmask = rule(outs=outs)[3]
+    return xp.reshape(dqkv, tuple(qkv.shape)), dmask
+
+
+defop(
+    "nn.self_attention_packed",
+    vjp=_sdpa_packed_rule,
+    chapter=CH,
+    residuals=True,
+    impl=lambda B: (
+        lambda qkv, mask, *, heads, is_causal, scale: _sdpa_packed(
+            B, qkv, mask, heads=heads, is_causal=is_causal, scale=scale
+        )
+    ),
+    doc="scaled dot-product self-attention of a packed (N, L, 3E) q|k|v projection, "
+    "heads merged: one node where split, attend and merge are ten",
+)
+
+
+def self_attention_packed(qkv, heads, attn_mask=None, is_causal=False, scale=None):
+    """Self-attention of ``qkv`` (N, L, 3 * heads * d), q | k | v packed along the last
+    axis as ``nn.MultiheadAttention``'s in-projection makes them: the heads' outputs
+    merged to (N, L, heads * d). ``attn_mask`` as in ``scaled_dot_product_attention``
+    (True = attend, or added), broadcast against (N, heads, L, L)."""
+    if qkv.ndim != 3 or qkv.shape[-1] % (3 * heads):
+        raise ValueError(
+            f"self_attention_packed: qkv must be (N, L, 3 * heads * d) with heads={heads}, "
+            f"got shape {tuple(qkv.shape)}"
+        )
+    d = qkv.shape[-1] // (3 * heads)
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    return ops_of(qkv).nn.self_attention_packed(qkv, attn_mask, heads=int(heads),
+                                                is_causal=bool(is_causal), scale=scale)  # fmt: skip
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

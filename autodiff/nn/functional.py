@@ -11,7 +11,7 @@ modules of this package by family, each with its rule beside it:
 - ``losses``: cross_entropy, mse_loss, binary_cross_entropy_with_logits
 - ``conv``: conv2d, conv_transpose2d; ``pooling``: max_pool2d, avg_pool2d
 - ``recurrent``: gru_cell, lstm_cell, gated_memory_cell
-- ``attention``: rope, scaled_dot_product_attention
+- ``attention``: rope, scaled_dot_product_attention, self_attention_packed
 - ``normalization``: layer_norm, embedding, dropout
 """
 

@@ -7,7 +7,7 @@ import math
 
 from . import functional as F
 from . import init
-from .attention import _scores
+from .attention import _scores, _split_heads
 from .layers import Linear, factory, parameter
 from .module import Module
 
@@ -115,15 +115,20 @@ class MultiheadAttention(Module):
         if same:
             key = value = query
         n, L, S = query.shape[0], query.shape[1], key.shape[1]
-        if same:
-            # Self-attention: one matmul for q, k and v, split by unstack on the axis
-            # of size 3 where it lies, so the backward pass stacks dq, dk, dv straight
-            # into the layout of the matmul's output (one copy, no transpose).
+        if key_padding_mask is not None and unbatched:
+            key_padding_mask = xp.expand_dims(key_padding_mask, axis=0)
+        mask = self._mask(xp, attn_mask, key_padding_mask, n)
+        if same and not self.rope:
+            # Self-attention: one matmul for q, k and v, and one op that splits the
+            # heads, attends and merges them (its rule stacks dq, dk, dv straight into
+            # the matmul's layout).
             qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
-            q, k, v = (
-                xp.permute_dims(t, (0, 2, 1, 3))
-                for t in xp.unstack(xp.reshape(qkv, (n, L, 3, h, d)), axis=2)
-            )
+            out = F.self_attention_packed(qkv, h, mask, is_causal=is_causal)
+            return self._finish(xp, out, qkv, mask, is_causal, need_weights,
+                                average_attn_weights, unbatched)  # fmt: skip
+        if same:
+            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
+            q, k, v = _split_heads(xp, qkv, h)
         else:
             q, k, v = self._project(xp, query, key, value)
             q = xp.permute_dims(xp.reshape(q, (n, L, h, d)), (0, 2, 1, 3))
@@ -131,16 +136,21 @@ class MultiheadAttention(Module):
             v = xp.permute_dims(xp.reshape(v, (n, S, h, d)), (0, 2, 1, 3))
         if self.rope:
             q, k = F.rope(q, base=self.rope_base), F.rope(k, base=self.rope_base)
-        if key_padding_mask is not None and unbatched:
-            key_padding_mask = xp.expand_dims(key_padding_mask, axis=0)
-        mask = self._mask(xp, attn_mask, key_padding_mask, n)
         out = F.scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal)
         out = xp.reshape(xp.permute_dims(out, (0, 2, 1, 3)), (n, L, E))
+        return self._finish(xp, out, (q, k), mask, is_causal, need_weights,
+                            average_attn_weights, unbatched)  # fmt: skip
+
+    def _finish(self, xp, out, qk, mask, is_causal, need_weights, average, unbatched):
+        """The output projection, the weights if asked (``qk``: (q, k), or the packed
+        q|k|v), and the caller's layout."""
         out = self.out_proj(out)
         weights = None
         if need_weights:
-            weights = F.softmax(_scores(xp, q, k, mask, is_causal, 1 / math.sqrt(d)), axis=-1)
-            if average_attn_weights:
+            q, k = qk[:2] if isinstance(qk, tuple) else _split_heads(xp, qk, self.num_heads)[:2]
+            scale = 1 / math.sqrt(self.head_dim)
+            weights = F.softmax(_scores(xp, q, k, mask, is_causal, scale), axis=-1)
+            if average:
                 weights = xp.mean(weights, axis=1)
             if unbatched:
                 weights = weights[0, ...]

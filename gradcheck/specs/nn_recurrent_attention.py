@@ -111,3 +111,29 @@ def _sdpa(rng):
 
 
 spec("nn.scaled_dot_product_attention", _sdpa)
+
+
+def _packed(rng):
+    qkv = _in(rng, (2, 3, 12))  # 2 heads of 2 features
+    mask = [[True, False, True], [False, True, True], [True, True, True]]
+    return [
+        Sample((qkv,), lambda xp, a: F.self_attention_packed(a, 2), "2 heads"),
+        Sample(
+            (qkv,),
+            lambda xp, a: F.self_attention_packed(a, 1, is_causal=True, scale=0.7),
+            "1 head, causal, scale",
+        ),  # fmt: skip
+        Sample(
+            (qkv,),
+            lambda xp, a: F.self_attention_packed(a, 2, attn_mask=xp.asarray(mask)),
+            "boolean mask",
+        ),  # fmt: skip
+        Sample(
+            (qkv, _in(rng, (2, 1, 3, 3))),
+            lambda xp, a, m: F.self_attention_packed(a, 2, attn_mask=m),
+            "float mask per batch (differentiated)",
+        ),  # fmt: skip
+    ]
+
+
+spec("nn.self_attention_packed", _packed)

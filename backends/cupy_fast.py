@@ -63,7 +63,9 @@ def own(xp, x):
 def apply_(xp, name, x):
     """``cupy.<name>(x, out=x)``: no new array (``x`` is the caller's temporary)."""
     with _on(x):
-        return getattr(cp, name)(x, out=x)
+        if x.dtype.kind in "fc":
+            return getattr(cp, name)(x, out=x)
+        return getattr(cp, name)(x)
 
 
 def matmul_(xp, a, b, out):

@@ -46,8 +46,11 @@ def own(xp, x):
 
 
 def apply_(xp, name, x):
-    """``numpy.<name>(x, out=x)``: no new array (``x`` is the caller's temporary)."""
-    return getattr(np, name)(x, out=x)
+    """``numpy.<name>(x, out=x)``: no new array (``x`` is the caller's temporary), unless
+    ``x`` holds integers (the result is floating)."""
+    if x.dtype.kind in "fc":
+        return getattr(np, name)(x, out=x)
+    return getattr(np, name)(x)
 
 
 def matmul_(xp, a, b, out):

@@ -324,3 +324,20 @@ def test_gradient_of_a_0d_input_is_a_backend_array(xp):
     xp.sum(v * s).backward()
     assert isinstance(s.grad.data, type(s.data)) and isinstance(v.grad.data, type(v.data))
     assert float(s.grad) == 6.0
+
+
+def test_softmax_family_on_numpy_integers_is_floating():
+    # NumPy computes exp of integers in float64: so does the softmax family (the
+    # in-place fast paths must not write floats into the integer input's buffer)
+    from autodiff.nn import functional as F
+
+    xp = ad.Autodiff(np)
+    x = xp.asarray([1, 2, 3])
+    e = np.exp([1.0, 2.0, 3.0])
+    lse = np.log(e.sum())
+    np.testing.assert_allclose(to_numpy(F.softmax(x)), e / e.sum(), rtol=1e-15)
+    np.testing.assert_allclose(to_numpy(F.log_softmax(x)), [1 - lse, 2 - lse, 3 - lse], rtol=1e-15)
+    np.testing.assert_allclose(to_numpy(F.logsumexp(x)), lse, rtol=1e-15)
+    loss = F.cross_entropy(xp.asarray([[1, 2]]), xp.asarray([0]))
+    np.testing.assert_allclose(to_numpy(loss), np.log1p(np.e), rtol=1e-15)
+    np.testing.assert_array_equal(to_numpy(x), [1, 2, 3])

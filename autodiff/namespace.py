@@ -441,38 +441,15 @@ class _Ops:
                     "complex values are not supported yet"
                 )
             return self._wrap_out(out)  # integer or bool results carry no gradient
-        rules = op.vjp
-        joint = op.joint
-        nrules = 0 if joint else len(rules)
-        edges = [None] * len(args)
-        tensors = []
-        active = []
-        for i, a in enumerate(args):
-            if isinstance(a, Tensor):  # of this namespace: generic() checked
-                tensors.append(i)
-                if a._rg and (joint or (i < nrules and rules[i] is not None)):
-                    n = a._node
-                    d = a.data
-                    edges[i] = (n, a._index if n is not None else a, d.shape, d.dtype)
-                    active.append(i)
-        saves = _saved(op, *active)
-        saved = list(raws)
-        versions = []
-        for i in tensors:
-            a = args[i]
-            if i in saves:
-                c = a._version
-                if c is None:
-                    c = a._version = [0]
-                versions.append((c, c[0]))
-            else:  # what the rule may read of an argument whose values it doesn't need
-                d = a.data
-                saved[i] = Meta(d.shape, d.dtype, B.device_of(d))
-        if multi:
-            outs_meta = tuple((o.shape, o.dtype) for o in outs)
-            node = MultiNode(op, tuple(saved), kwargs, None, tuple(edges), (), outs_meta)
-        else:
-            node = Node(op, tuple(saved), kwargs, None, tuple(edges), ())
+        if not multi:
+            return self._record_one(op, outs[0], args, raws, kwargs, residuals)
+        saved, edges, versions = self._inputs(op, args, raws)
+        outs_meta = tuple((o.shape, o.dtype) for o in outs)
+        node = MultiNode(op, saved, kwargs, None, edges, versions, outs_meta)
+        if op.saves_ans:
+            node.ans = tuple(outs)
+        elif residuals is not None:
+            node.ans = residuals
         results = []
         for i, o in enumerate(outs):
             t = self._wrap(o)
@@ -482,19 +459,29 @@ class _Ops:
             if op.view and isinstance(args[0], Tensor):
                 _share_version(args[0], t)
             results.append(t)
-        if op.saves_ans:
-            node.ans = tuple(outs) if multi else outs[0]
-        elif residuals is not None:
-            node.ans = residuals
-        node.versions = tuple(versions)
-        if not multi:
-            return results[0]
         if hasattr(out, "_fields"):
             return type(out)(*results)
         return type(out)(results)
 
     def _record_one(self, op, out, args, raws, kwargs, residuals):
-        """``_record`` of one floating-point array (the common case, in one pass)."""
+        """``_record`` of one floating-point array (the common case)."""
+        saved, edges, versions = self._inputs(op, args, raws)
+        node = Node(op, saved, kwargs, None, edges, versions)
+        if op.saves_ans:
+            node.ans = out
+        elif residuals is not None:
+            node.ans = residuals
+        t = self._wrap(out)
+        t._node = node
+        t._rg = True
+        if op.view and isinstance(args[0], Tensor):
+            _share_version(args[0], t)
+        return t
+
+    def _inputs(self, op, args, raws):
+        """(saved args, edges, versions) of a new node, in one pass over the arguments:
+        an edge per Tensor that needs a gradient, the values the rules read (with their
+        version counters), and Meta (shape, dtype, device) for the others."""
         rules, joint, saves = op.vjp, op.joint, op.saves
         nrules = 0 if joint else len(rules)
         if op.per_arg_saves:  # what is kept depends on which gradients are wanted
@@ -522,17 +509,7 @@ class _Ops:
                 versions.append((c, c[0]))
             else:  # what the rule may read of an argument whose values it doesn't need
                 saved[i] = Meta(d.shape, d.dtype, device_of(d))
-        node = Node(op, tuple(saved), kwargs, None, tuple(edges), tuple(versions))
-        if op.saves_ans:
-            node.ans = out
-        elif residuals is not None:
-            node.ans = residuals
-        t = self._wrap(out)
-        t._node = node
-        t._rg = True
-        if op.view and isinstance(args[0], Tensor):
-            _share_version(args[0], t)
-        return t
+        return tuple(saved), tuple(edges), tuple(versions)
 
     # -- in-place --------------------------------------------------------------
     def _check_inplace(self, t, what):
@@ -727,12 +704,10 @@ class _Glue:
                 leaf.grad = ops._wrap(d)
 
     def prepare(self, node, gs):
-        """(xp, g, ans, args, kwargs) for the node's rule: Meta for arguments it
-        didn't save, and, under create_graph, Tensors linked into the graph."""
+        """(xp, g, ans, args, kwargs) for the node's rule under create_graph: Tensors
+        linked into the graph (a plain backward hands the rule its saved tuple as is)."""
         if node.outs is not None:
             gs = self.fill(node, gs)
-        if not self.create:
-            return self.xp, gs, node.ans, node.args, node.kwargs
         ops = self.ops
         args = list(node.args)
         edges = node.edges

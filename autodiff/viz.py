@@ -23,6 +23,16 @@ __all__ = ["to_dot", "draw_graph"]
 _OUTPUT_STYLE = 'style=filled, fillcolor="#a6d8ff", penwidth=2'
 
 
+def _tensor_label(word, t, show_shapes):
+    """A tensor's box: ``word``, its shape and dtype, whether it requires grad."""
+    label = word
+    if show_shapes:
+        label += "\n" + _meta(t.shape, t.dtype)
+    if t.requires_grad:
+        label += "\nrequires_grad"
+    return label
+
+
 def _esc(text: str) -> str:
     """``text`` as the inside of a double-quoted dot string, newlines as line breaks."""
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
@@ -89,11 +99,7 @@ def to_dot(tensor, *, show_shapes=True) -> str:
         '  edge [fontname="Helvetica", fontsize=9];',
     ]
     if root is None:  # the tensor is a leaf, or was made without recording
-        label = "tensor"
-        if show_shapes:
-            label += "\n" + _meta(tensor.shape, tensor.dtype)
-        if tensor.requires_grad:
-            label += "\nrequires_grad"
+        label = _tensor_label("tensor", tensor, show_shapes)
         lines.append(f'  n0 [label="{_esc(label)}", shape=ellipse, {_OUTPUT_STYLE}];')
     for node in order:
         label = node.op.name
@@ -105,11 +111,7 @@ def to_dot(tensor, *, show_shapes=True) -> str:
         style = f", {_OUTPUT_STYLE}" if node is root else ""
         lines.append(f'  {ids[node]} [label="{_esc(label)}", shape=box{style}];')
     for key, leaf in leaves.items():
-        label = "leaf"
-        if show_shapes:
-            label += "\n" + _meta(leaf.shape, leaf.dtype)
-        if leaf.requires_grad:
-            label += "\nrequires_grad"
+        label = _tensor_label("leaf", leaf, show_shapes)
         lines.append(f'  {ids[key]} [label="{_esc(label)}", shape=ellipse];')
     for src, dst, index in edges:
         attr = "" if index is None else f' [label="{index}"]'

@@ -116,6 +116,13 @@ def windows2d(xp, x, kernel, stride, dilation, out):
     return xp.reshape(stacked, tuple(x.shape[:-2]) + (kh, kw, oh, ow))
 
 
+def pad2d_library(lib, x, pads, value=0.0):
+    """``pad2d`` with a library's own ``pad`` (NumPy, CuPy): one call, no slicing."""
+    top, bottom, left, right = pads
+    width = [(0, 0)] * (x.ndim - 2) + [(top, bottom), (left, right)]
+    return lib.pad(x, width, mode="constant", constant_values=value)
+
+
 def col2im2d_views(xp, cols, size, stride, dilation):
     """``col2im2d`` for libraries whose slices are writable views (NumPy, CuPy): each
     kernel offset's plane is added in place, with no read-back copy."""

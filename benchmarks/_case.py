@@ -31,6 +31,51 @@ def sgd_step(model, opt, cross_entropy, X, Y):
     return step
 
 
+def cross_entropy_by_hand(a, y):
+    """The hand-written floors' softmax cross-entropy of logits ``a`` (N, C) against
+    labels ``y``: the mean loss as a float, and its gradient (softmax - onehot) / N."""
+    n = a.shape[0]
+    rows = np.arange(n)
+    m = a.max(axis=1, keepdims=True)
+    e = np.exp(a - m)
+    s = e.sum(axis=1, keepdims=True)
+    loss = float(np.mean(np.log(s[:, 0]) + m[:, 0] - a[rows, y]))
+    g = e / s
+    g[rows, y] -= 1
+    g /= n
+    return loss, g
+
+
+def torch_model(model, params):
+    """``model(torch.nn)`` loaded with ``params`` (NumPy arrays, torch's state-dict keys)."""
+    import torch
+
+    net = model(torch.nn)
+    net.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
+    return net
+
+
+def classifier_step(library, data, model, lr):
+    """One SGD step of the classifier ``model(nn)`` on ``data()``'s batch and weights,
+    with ``library`` "autodiff" (on NumPy) or "torch": the same modules, optimizer and
+    loss, from the same builder."""
+    x, y, params = data()
+    if library == "torch":
+        import torch
+
+        net, optim = torch_model(model, params), torch.optim
+        loss, to = torch.nn.functional.cross_entropy, torch.tensor
+    else:
+        import autodiff as ad
+        from autodiff import nn, optim
+        from autodiff.nn import functional as F
+
+        net = model(nn)
+        net.load_state_dict(params)
+        loss, to = F.cross_entropy, ad.Autodiff(np).asarray
+    return sgd_step(net, optim.SGD(net.parameters(), lr=lr), loss, to(x), to(y))
+
+
 def peak_bytes(step) -> int:
     """Peak memory allocated during one call of ``step``, beyond what was live before."""
     tracemalloc.start()

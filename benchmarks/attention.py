@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._case import AUTODIFF, NUMPY, TORCH, check_grads, run
+from ._case import AUTODIFF, NUMPY, TORCH, check_grads, run, torch_model
 
 BATCH, SEQ, EMBED = 16, 64, 64
 
@@ -108,8 +108,7 @@ def torch_step():
     import torch
 
     x, params = _data()
-    mha = model(torch.nn)
-    mha.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
+    mha = torch_model(model, params)
     X = torch.tensor(x)
 
     def step():

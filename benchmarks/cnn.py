@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._case import AUTODIFF, NUMPY, TORCH, run, sgd_step
+from ._case import AUTODIFF, NUMPY, TORCH, classifier_step, cross_entropy_by_hand, run
 
 BATCH, LR = 32, 0.01
 C1, C2, CLASSES = 16, 32, 10
@@ -57,16 +57,7 @@ def model(nn):
 
 
 def autodiff_step():
-    import autodiff as ad
-    from autodiff import nn, optim
-    from autodiff.nn import functional as F
-
-    x, y, params = _data()
-    xp = ad.Autodiff(np)
-    net = model(nn)
-    net.load_state_dict(params)
-    opt = optim.SGD(net.parameters(), lr=LR)
-    return sgd_step(net, opt, F.cross_entropy, xp.asarray(x), xp.asarray(y))
+    return classifier_step("autodiff", _data, model, LR)
 
 
 def _pool_forward(a):
@@ -108,7 +99,6 @@ def numpy_step():
     b1, b2, b3 = (params[f"{k}.bias"].copy() for k in "037")
     pad1 = np.zeros((BATCH, 30, 30), np.float32)  # borders stay zero
     pad2 = np.zeros((BATCH, 16, 16, C1), np.float32)
-    rows = np.arange(BATCH)
 
     def step():
         # conv1 (C = 1): im2col (N*28*28, 9), one matmul -> NHWC
@@ -129,14 +119,7 @@ def numpy_step():
         flat = p2.reshape(BATCH, FLAT)
         a = flat @ W3.T
         a += b3
-        # cross-entropy, as mlp.py
-        m = a.max(axis=1, keepdims=True)
-        e = np.exp(a - m)
-        s = e.sum(axis=1, keepdims=True)
-        loss = float(np.mean(np.log(s[:, 0]) + m[:, 0] - a[rows, y]))
-        g = e / s  # d loss / d logits = (softmax - onehot) / N
-        g[rows, y] -= 1
-        g /= BATCH
+        loss, g = cross_entropy_by_hand(a, y)
         # backward
         gW3 = g.T @ flat
         gb3 = g.sum(axis=0)
@@ -160,14 +143,7 @@ def numpy_step():
 
 
 def torch_step():
-    import torch
-
-    x, y, params = _data()
-    net = model(torch.nn)
-    net.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
-    opt = torch.optim.SGD(net.parameters(), lr=LR)
-    return sgd_step(net, opt, torch.nn.functional.cross_entropy, torch.tensor(x),
-                    torch.tensor(y))  # fmt: skip
+    return classifier_step("torch", _data, model, LR)
 
 
 def main(repeats: int = 20) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._case import AUTODIFF, NUMPY, TORCH, check_grads, run
+from ._case import AUTODIFF, NUMPY, TORCH, check_grads, run, torch_model
 
 STEPS, BATCH, N_IN, HIDDEN = 50, 32, 64, 128
 NAMES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
@@ -124,8 +124,7 @@ def torch_step():
     import torch
 
     x, params = _data()
-    cell = model(torch.nn)
-    cell.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
+    cell = torch_model(model, params)
     X = torch.tensor(x)
     h0 = torch.zeros(BATCH, HIDDEN)
 
@@ -176,8 +175,7 @@ def torch_layer_step():
     import torch
 
     x, params = _data()
-    gru = torch.nn.GRU(N_IN, HIDDEN)
-    gru.load_state_dict({f"{k}_l0": torch.tensor(v) for k, v in params.items()})
+    gru = torch_model(lambda nn: nn.GRU(N_IN, HIDDEN), {f"{k}_l0": v for k, v in params.items()})
     X = torch.tensor(x)
 
     def step():

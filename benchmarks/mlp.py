@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._case import AUTODIFF, NUMPY, TORCH, run, sgd_step
+from ._case import AUTODIFF, NUMPY, TORCH, classifier_step, cross_entropy_by_hand, run
 
 SIZES = (784, 512, 512, 10)
 BATCH, LR = 128, 0.01
@@ -29,23 +29,13 @@ def model(nn):
 
 
 def autodiff_step():
-    import autodiff as ad
-    from autodiff import nn, optim
-    from autodiff.nn import functional as F
-
-    x, y, params = _data()
-    xp = ad.Autodiff(np)
-    net = model(nn)
-    net.load_state_dict(params)
-    opt = optim.SGD(net.parameters(), lr=LR)
-    return sgd_step(net, opt, F.cross_entropy, xp.asarray(x), xp.asarray(y))
+    return classifier_step("autodiff", _data, model, LR)
 
 
 def numpy_step():
     x, y, params = _data()
     Ws = [params[f"{2 * i}.weight"] for i in range(3)]
     bs = [params[f"{2 * i}.bias"] for i in range(3)]
-    rows = np.arange(BATCH)
 
     def step():
         acts, a = [x], x
@@ -56,13 +46,7 @@ def numpy_step():
                 np.maximum(z, 0, out=z)
                 acts.append(z)
             a = z
-        m = a.max(axis=1, keepdims=True)
-        e = np.exp(a - m)
-        s = e.sum(axis=1, keepdims=True)
-        loss = float(np.mean(np.log(s[:, 0]) + m[:, 0] - a[rows, y]))
-        g = e / s  # d loss / d logits = (softmax - onehot) / N
-        g[rows, y] -= 1
-        g /= BATCH
+        loss, g = cross_entropy_by_hand(a, y)
         for i in reversed(range(3)):
             gw = g.T @ acts[i]
             gb = g.sum(axis=0)
@@ -77,14 +61,7 @@ def numpy_step():
 
 
 def torch_step():
-    import torch
-
-    x, y, params = _data()
-    net = model(torch.nn)
-    net.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
-    opt = torch.optim.SGD(net.parameters(), lr=LR)
-    return sgd_step(net, opt, torch.nn.functional.cross_entropy, torch.tensor(x),
-                    torch.tensor(y))  # fmt: skip
+    return classifier_step("torch", _data, model, LR)
 
 
 def main(repeats: int = 50) -> str:

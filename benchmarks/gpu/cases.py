@@ -44,6 +44,44 @@ def inputs(case: str, batch: int, seed: int = 1):
     raise ValueError(f"unknown case {case!r}; one of {CASES}")
 
 
+def _loss(case, model, data, cross_entropy, mean, h0):
+    """``loss()``: the scalar of one forward pass of ``case`` over ``data`` (on the
+    device), written once for both libraries (their functions passed in)."""
+    if case in ("mlp", "cnn"):
+        x, y = data
+        return lambda: cross_entropy(model(x), y)
+    (x,) = data
+    if case == "gru":
+
+        def loss():
+            h = h0
+            for t in range(gru.STEPS):
+                h = model(x[t, ...], h)
+            return mean(h * h)
+
+        return loss
+
+    def loss():
+        out = x + model(x, x, x, need_weights=False)[0]
+        return mean(out * out)
+
+    return loss
+
+
+def _step(model, loss, opt):
+    """One training step: zero_grad, loss, backward, and the optimizer's step if any."""
+
+    def step():
+        (opt or model).zero_grad()
+        value = loss()
+        value.backward()
+        if opt is not None:
+            opt.step()
+        return value
+
+    return step
+
+
 def autodiff_case(case: str, xp, batch: int | None = None):
     """``(model, loss)``: the case's model moved to ``Autodiff(xp)`` and ``loss()``, the
     scalar Tensor of one forward pass over inputs already on the device."""
@@ -57,28 +95,10 @@ def autodiff_case(case: str, xp, batch: int | None = None):
     model = _MODULES[case].model(nn)  # the same builder for autodiff.nn and torch.nn
     model.load_state_dict(weights(case))
     model.to(xp)
-
-    if case in ("mlp", "cnn"):
-        x, y = data
-        return model, lambda: F.cross_entropy(model(x), y)
+    h0 = None
     if case == "gru":
-        (x,) = data
-        h0 = adx.zeros((batch, gru.HIDDEN), dtype=adx.float32, device=x.device)
-
-        def loss():
-            h = h0
-            for t in range(gru.STEPS):
-                h = model(x[t, ...], h)
-            return adx.mean(h * h)
-
-        return model, loss
-    (x,) = data
-
-    def loss():
-        out = x + model(x, x, x, need_weights=False)[0]
-        return adx.mean(out * out)
-
-    return model, loss
+        h0 = adx.zeros((batch, gru.HIDDEN), dtype=adx.float32, device=data[0].device)
+    return model, _loss(case, model, data, F.cross_entropy, adx.mean, h0)
 
 
 def autodiff_step(case: str, xp, batch: int | None = None):
@@ -88,55 +108,19 @@ def autodiff_step(case: str, xp, batch: int | None = None):
 
     model, loss = autodiff_case(case, xp, batch)
     opt = optim.SGD(model.parameters(), lr=_LR[case]) if case in _LR else None
-
-    def step():
-        (opt or model).zero_grad()
-        value = loss()
-        value.backward()
-        if opt is not None:
-            opt.step()
-        return value
-
-    return step
+    return _step(model, loss, opt)
 
 
 def torch_step(case: str, device="cuda", batch: int | None = None):
     """The same step with ``torch.nn`` eager on ``device``; returns the loss tensor."""
     import torch
 
+    from .._case import torch_model
+
     batch = batch or default_batch(case)
-    nn = torch.nn
     data = [torch.tensor(a, device=device) for a in inputs(case, batch)]
-    model = _MODULES[case].model(nn)  # the same builder for autodiff.nn and torch.nn
-    model.load_state_dict({k: torch.tensor(v) for k, v in weights(case).items()})
-    model.to(device)
+    model = torch_model(_MODULES[case].model, weights(case)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=_LR[case]) if case in _LR else None
-
-    if case in ("mlp", "cnn"):
-        x, y = data
-        loss = lambda: nn.functional.cross_entropy(model(x), y)
-    elif case == "gru":
-        (x,) = data
-        h0 = torch.zeros(batch, gru.HIDDEN, device=device)
-
-        def loss():
-            h = h0
-            for t in range(gru.STEPS):
-                h = model(x[t, ...], h)
-            return (h * h).mean()
-    else:
-        (x,) = data
-
-        def loss():
-            out = x + model(x, x, x, need_weights=False)[0]
-            return (out * out).mean()
-
-    def step():
-        (opt or model).zero_grad()
-        value = loss()
-        value.backward()
-        if opt is not None:
-            opt.step()
-        return value
-
-    return step
+    h0 = torch.zeros(batch, gru.HIDDEN, device=device) if case == "gru" else None
+    loss = _loss(case, model, data, torch.nn.functional.cross_entropy, torch.mean, h0)
+    return _step(model, loss, opt)

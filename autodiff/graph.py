@@ -139,21 +139,25 @@ class Meta:
 
 class Outer:
     """A weight's gradient ``a^T @ b``, handed to the backward pass as its factors
-    ``a`` (rows, m) and ``b`` (rows, n).
+    ``a`` (rows, m) and ``b`` (rows, n); with ``b`` None, a bias's: the column sums of
+    ``a`` (``a^T 1``).
 
-    Rules of recurrent cells return one for their weights, which a loop reuses at
-    every step: the factors a leaf receives are stacked and the sum of all the
-    products is one matmul at the end of the backward pass, instead of a small matmul
-    and an addition per step. Flowing anywhere but into a leaf, it is formed at once.
+    Rules of recurrent cells return them for their weights and biases, which a loop
+    reuses at every step: the factors a leaf receives are stacked, and the sum of all
+    the products is one matmul (one sum for a bias) at the end of the backward pass,
+    instead of a small matmul (a sum) and an addition per step. Flowing anywhere but
+    into a leaf, it is formed at once.
     """
 
     __slots__ = ("a", "b")
 
-    def __init__(self, a, b):
+    def __init__(self, a, b=None):
         self.a, self.b = a, b
 
     @property
     def shape(self):
+        if self.b is None:
+            return (self.a.shape[-1],)
         return (self.a.shape[-1], self.b.shape[-1])
 
     @property
@@ -161,16 +165,29 @@ class Outer:
         return self.a.dtype
 
     def value(self, xp):
+        if self.b is None:
+            return xp.sum(self.a, axis=0)
         return xp.matrix_transpose(self.a) @ self.b
 
     @staticmethod
-    def total(xp, outers):
-        """The sum of the products, as one matmul over the stacked factors."""
+    def total(xp, outers, stacked=None):
+        """The sum of the products, as one matmul over the stacked factors (one sum for
+        a bias). ``stacked`` caches the stacks by the ids of their parts: a weight and
+        its bias share their ``a`` factors, stacked once."""
         if len(outers) == 1:
             return outers[0].value(xp)
-        a = xp.concat([o.a for o in outers], axis=0)
-        b = xp.concat([o.b for o in outers], axis=0)
-        return xp.matrix_transpose(a) @ b
+        stacked = {} if stacked is None else stacked
+
+        def stack(parts):
+            key = tuple(id(p) for p in parts)
+            if key not in stacked:
+                stacked[key] = xp.concat(parts, axis=0)
+            return stacked[key]
+
+        a = stack([o.a for o in outers])
+        if outers[0].b is None:
+            return xp.sum(a, axis=0)
+        return xp.matrix_transpose(a) @ stack([o.b for o in outers])
 
 
 def _reachable(roots, stop):

@@ -656,8 +656,9 @@ class _Glue:
         """Accumulate the deferred gradients: one matmul per leaf over all its factors."""
         if self.deferred:
             deferred, self.deferred = self.deferred, {}
+            stacked = {}
             for leaf, outers in deferred.values():
-                self.accumulate_leaf(leaf, Outer.total(self.xp, outers))
+                self.accumulate_leaf(leaf, Outer.total(self.xp, outers, stacked))
 
     def lift(self, g):
         return self.ops._wrap(g) if self.create else g
@@ -689,7 +690,9 @@ class _Glue:
         elif leaf.grad is None:
             # One gradient array can reach two leaves (x + y): each gets its own buffer.
             g = ops._B.asarray(g, copy=True) if id(g) in self.handed else ops._B.own(g)
-            self.handed[id(g)] = self.mine[id(g)] = g
+            # Not "mine": a rule's result may still be pending for another node, or be a
+            # factor of a deferred Outer; only a sum made below is added into in place.
+            self.handed[id(g)] = g
             leaf.grad = ops._wrap(g)
         else:
             d = leaf.grad.data

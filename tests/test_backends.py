@@ -87,6 +87,9 @@ def test_numpy_backend_calls_numpy_itself_on_hot_paths():
     B = backends.resolve(np)
     if tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 1):
         assert B.matmul is np.matmul and B.permute_dims is np.permute_dims
+        assert B.asarray is np.asarray
+    a = np.arange(6.0).reshape(1, 2, 3)
+    np.testing.assert_array_equal(B.matrix_transpose(a), [[[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]])
     with pytest.raises(ValueError):
         B.matrix_transpose(np.ones(3))  # the standard's error for a 1-D input
     assert B.zeros_like(np.ones(2, dtype=np.float32), device="cpu").dtype == np.float32

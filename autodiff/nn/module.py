@@ -61,6 +61,9 @@ class Module:
         return self.forward(*args, **kwargs)
 
     # -- attributes ------------------------------------------------------------
+    # Parameters, buffers and children live in their tables (the tree's walks read
+    # those) and, the same objects, in the instance's __dict__: ``self.weight`` in a
+    # forward is then a plain attribute read, not a __getattr__ fallback per call.
     def __setattr__(self, name, value):
         d = self.__dict__
         if "_parameters" not in d:
@@ -71,12 +74,10 @@ class Module:
         if isinstance(value, Tensor) and value.requires_grad and value.is_leaf:
             buffers.pop(name, None)
             modules.pop(name, None)
-            d.pop(name, None)
             params[name] = value
         elif isinstance(value, Module):
             params.pop(name, None)
             buffers.pop(name, None)
-            d.pop(name, None)
             modules[name] = value
         elif name in buffers:
             buffers[name] = value
@@ -89,7 +90,7 @@ class Module:
                     )
                 del params[name]
             modules.pop(name, None)
-            object.__setattr__(self, name, value)
+        object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
         d = self.__dict__
@@ -102,6 +103,7 @@ class Module:
         for table in (self._parameters, self._buffers, self._modules):
             if name in table:
                 del table[name]
+                self.__dict__.pop(name, None)
                 return
         object.__delattr__(self, name)
 
@@ -112,12 +114,16 @@ class Module:
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         self._buffers[name] = tensor
+        object.__setattr__(self, name, tensor)
 
     def add_module(self, name, module):
         """Add a child module under ``name``."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"add_module: {name!r} must be a Module, got {type(module).__name__}")
+        self._parameters.pop(name, None)
+        self._buffers.pop(name, None)
         self._modules[name] = module
+        object.__setattr__(self, name, module)
 
     # -- walking the tree --------------------------------------------------------
     def named_modules(self, prefix=""):

@@ -31,6 +31,17 @@ def _weight_grad(xp, d, a):
     return Outer(d, a)
 
 
+def _bias_grad(d, b):
+    """The gradient of a bias b added to d's pre-activations: d itself, summed back to
+    b's shape by the backward pass; for a 1-D b and raw 2-D d, handed over as an Outer
+    (its column sums, formed with the other steps' at the end, as a weight's)."""
+    if b is None:
+        return None
+    if isinstance(d, Tensor) or d.ndim != 2 or b.ndim != 1:
+        return d
+    return Outer(d)
+
+
 def _split(xp, a, k):
     n = a.shape[-1] // k
     return [a[..., i * n : (i + 1) * n] for i in range(k)]
@@ -82,8 +93,8 @@ def _gru_rule(xp, g, gates, x, h, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
     dh = dgh @ w_hh + g * z if needs[1] else None
     grads = [dx, dh, _weight_grad(xp, dgi, x) if needs[2] else None,
              _weight_grad(xp, dgh, h) if needs[3] else None,
-             None if b_ih is None or not needs[4] else xp.sum(dgi, axis=0),
-             None if b_hh is None or not needs[5] else xp.sum(dgh, axis=0)]  # fmt: skip
+             _bias_grad(dgi, b_ih) if needs[4] else None,
+             _bias_grad(dgh, b_hh) if needs[5] else None]  # fmt: skip
     if unbatched:
         grads[0] = None if dx is None else dx[0, ...]
         grads[1] = None if dh is None else dh[0, ...]
@@ -230,7 +241,7 @@ def _lstm_rule(xp, gs, ans, x, h, c, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 
         dx, dh, dc = (None if a is None else a[0, ...] for a in (dx, dh, dc))
     return (dx, dh, dc, _weight_grad(xp, dpre, x) if needs[3] else None,
             _weight_grad(xp, dpre, h) if needs[4] else None,
-            None if b_ih is None else dpre, None if b_hh is None else dpre)  # fmt: skip
+            _bias_grad(dpre, b_ih), _bias_grad(dpre, b_hh))  # fmt: skip
 
 
 defop(
@@ -280,7 +291,7 @@ def _gmc_rule(xp, g, ans, m, x, w_z, w_c, b_z, b_c):
         ut = xp.expand_dims(u, axis=-1)
         wz, wc = ut @ xp.expand_dims(dpz, axis=0), ut @ xp.expand_dims(dpc, axis=0)
     return (du[..., :k] + g * (1 - z), du[..., k:], wz, wc,
-            None if b_z is None else dpz, None if b_c is None else dpc)  # fmt: skip
+            _bias_grad(dpz, b_z), _bias_grad(dpc, b_c))  # fmt: skip
 
 
 defop(

@@ -234,6 +234,27 @@ def test_parameters_children_and_state_dict():
     assert net.scale == 2.0 and "scale" not in sd
 
 
+def test_attributes_follow_the_tables_when_reassigned_or_deleted():
+    m = nn.Linear(2, 3)
+    w = m.weight
+    assert m.weight is m._parameters["weight"]
+    m.weight = None  # no longer a parameter
+    assert m.weight is None and "weight" not in m._parameters
+    m.weight = w
+    assert m.weight is w and sorted(k for k, _ in m.named_parameters()) == ["bias", "weight"]
+    del m.bias
+    assert "bias" not in m._parameters
+    with pytest.raises(AttributeError):
+        m.bias
+    m.register_buffer("bias", w.detach())
+    assert m.bias is m._buffers["bias"] and "bias" not in m._parameters
+    child = nn.ReLU()
+    m.add_module("act", child)
+    assert m.act is child
+    m.act = 3  # a plain value replaces the child
+    assert m.act == 3 and "act" not in m._modules
+
+
 def test_load_state_dict_copies_into_the_same_buffers():
     a, b = _Net(), _Net()
     w = b.head.weight

@@ -172,22 +172,21 @@ class Outer:
     @staticmethod
     def total(xp, outers, stacked=None):
         """The sum of the products, as one matmul over the stacked factors (one sum for
-        a bias). ``stacked`` caches the stacks by the ids of their parts: a weight and
-        its bias share their ``a`` factors, stacked once."""
+        a bias). ``stacked`` keeps the last stack of ``a`` factors by the ids of its
+        parts: a weight and its bias share them, and are formed one after the other."""
         if len(outers) == 1:
             return outers[0].value(xp)
-        stacked = {} if stacked is None else stacked
-
-        def stack(parts):
-            key = tuple(id(p) for p in parts)
-            if key not in stacked:
-                stacked[key] = xp.concat(parts, axis=0)
-            return stacked[key]
-
-        a = stack([o.a for o in outers])
+        key = tuple(id(o.a) for o in outers)
+        if stacked is None or key not in stacked:
+            a = xp.concat([o.a for o in outers], axis=0)
+            if stacked is not None:
+                stacked.clear()  # one stack alive at a time
+                stacked[key] = a
+        else:
+            a = stacked[key]
         if outers[0].b is None:
             return xp.sum(a, axis=0)
-        return xp.matrix_transpose(a) @ stack([o.b for o in outers])
+        return xp.matrix_transpose(a) @ xp.concat([o.b for o in outers], axis=0)
 
 
 def _reachable(roots, stop):

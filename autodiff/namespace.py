@@ -650,14 +650,22 @@ class _Glue:
 
     def defer(self, leaf, g):
         """Keep a leaf's gradient given as factors (an Outer) for flush()."""
-        self.deferred.setdefault(id(leaf), (leaf, []))[1].append(g)
+        entry = self.deferred.get(id(leaf))
+        if entry is None:
+            entry = self.deferred[id(leaf)] = (leaf, [])
+        entry[1].append(g)
 
     def flush(self):
         """Accumulate the deferred gradients: one matmul per leaf over all its factors."""
         if self.deferred:
-            deferred, self.deferred = self.deferred, {}
+            # Leaves whose factors start alike (a weight and its bias) one after the
+            # other, each list let go once used: a step's factors are freed as soon as
+            # every product over them is formed.
+            entries = sorted(self.deferred.values(), key=lambda e: id(e[1][0].a))
+            self.deferred = {}
             stacked = {}
-            for leaf, outers in deferred.values():
+            while entries:
+                leaf, outers = entries.pop()
                 self.accumulate_leaf(leaf, Outer.total(self.xp, outers, stacked))
 
     def lift(self, g):

@@ -22,8 +22,8 @@ def _direct():
     major, minor = (int(p) for p in np.__version__.split(".")[:2])
     if (major, minor) < (2, 1):
         return {}
-    names = ("asarray", "matmul", "permute_dims", "zeros", "ones", "empty", "zeros_like",
-             "ones_like", "empty_like", "full_like")  # fmt: skip
+    names = ("asarray", "arange", "astype", "matmul", "permute_dims", "zeros", "ones", "empty",
+             "zeros_like", "ones_like", "empty_like", "full_like")  # fmt: skip
     direct = {name: getattr(np, name) for name in names}
     direct["matrix_transpose"] = operator.attrgetter("mT")
     return direct

@@ -245,7 +245,7 @@ def test_attributes_follow_the_tables_when_reassigned_or_deleted():
     del m.bias
     assert "bias" not in m._parameters
     with pytest.raises(AttributeError):
-        m.bias
+        _ = m.bias
     m.register_buffer("bias", w.detach())
     assert m.bias is m._buffers["bias"] and "bias" not in m._parameters
     child = nn.ReLU()

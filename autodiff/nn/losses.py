@@ -46,6 +46,17 @@ def _ce_parts(xp, logits, target, ignore_index):
     return z, valid, safe
 
 
+# (type of dtype, dtype) -> whether it is an integer dtype (isdtype takes microseconds)
+_INTEGRAL: dict = {}
+
+
+def _integral(xp, dtype):
+    key = (type(dtype), dtype)
+    if key not in _INTEGRAL:
+        _INTEGRAL[key] = bool(xp.isdtype(dtype, "integral"))
+    return _INTEGRAL[key]
+
+
 def _flat_positions(xp, safe, c):
     """Where each target's logit lies in the flattened (rows, C) logits: a flat take
     or scatter instead of take_along_axis (slow in NumPy) or a one-hot matrix."""
@@ -64,22 +75,24 @@ def _cross_entropy(B, logits, target, ignore_index, reduction, label_smoothing):
     m the row max, from the sum and the picked logits alone (no (N, C) log-probabilities;
     z[target] - m first, so that large logits lose no precision)."""
     z, valid, safe = _ce_parts(B, logits, target, ignore_index)
-    shape = tuple(safe.shape)
     m = _max_const(B, z, -1)
     e = B.apply_("exp", z - m)
     s = _exp_sum(B, B.sum(e, axis=-1, keepdims=True))
-    log_s = B.reshape(B.log(s), shape)
-    m = B.reshape(m, shape)
-    picked = B.reshape(B.take(B.reshape(z, (-1,)), _flat_positions(B, safe, z.shape[-1])), shape)
+    pos = _flat_positions(B, safe, z.shape[-1])
+    picked = B.reshape(B.take(B.reshape(z, (-1,)), pos), s.shape)
+    log_s = B.log(s)
     nll = log_s - (picked - m)
     if label_smoothing:  # -mean(log p) = log_s - (mean(z) - m)
-        nll = (1 - label_smoothing) * nll + label_smoothing * (log_s - (B.mean(z, axis=-1) - m))
-    # exp(z - m) and its row sums are kept for the rule: the softmax is e / s
+        mean_z = B.mean(z, axis=-1, keepdims=True)
+        nll = (1 - label_smoothing) * nll + label_smoothing * (log_s - (mean_z - m))
+    nll = B.reshape(nll, tuple(safe.shape))
+    # exp(z - m), its row sums and the targets' flat positions are kept for the rule:
+    # the softmax is e / s
     if valid is None:
-        return _reduce(B, nll, reduction), (e, s)
+        return _reduce(B, nll, reduction), (e, s, pos)
     loss = B.where(valid, nll, B.zeros_like(nll))
     count = _ce_count(B, valid, loss.dtype) if reduction == "mean" else None
-    return _reduce(B, loss, reduction, count), (e, s)
+    return _reduce(B, loss, reduction, count), (e, s, pos)
 
 
 def _cross_entropy_rule(xp, g, res, logits, target, *, ignore_index, reduction, label_smoothing):
@@ -89,24 +102,31 @@ def _cross_entropy_rule(xp, g, res, logits, target, *, ignore_index, reduction, 
     z, valid, safe = _ce_parts(xp, logits, target, ignore_index)
     c = z.shape[-1]
     shape = tuple(safe.shape)
-    if valid is None:
-        gl = _unreduce(xp, g, shape, reduction)
+    rows = math.prod(shape)
+    if valid is None and reduction != "none":
+        # every target's cotangent is the same number: kept 0-d, broadcast by the ops
+        gcol = g / rows if reduction == "mean" else g
+        gl = xp.broadcast_to(xp.reshape(gcol, (1,)), (rows,))
     else:
-        count = _ce_count(xp, valid, z.dtype) if reduction == "mean" else None
-        gl = _unreduce(xp, g, shape, reduction, count)
-        gl = xp.where(valid, gl, xp.zeros_like(gl))
-    gcol = xp.expand_dims(gl, axis=-1)
+        if valid is None:
+            gl = _unreduce(xp, g, shape, reduction)
+        else:
+            count = _ce_count(xp, valid, z.dtype) if reduction == "mean" else None
+            gl = _unreduce(xp, g, shape, reduction, count)
+            gl = xp.where(valid, gl, xp.zeros_like(gl))
+        gcol = xp.expand_dims(gl, axis=-1)
+        gl = xp.reshape(gl, (-1,))
     if res is None:
         grad = _softmax(xp, z, -1) * gcol
+        pos = _flat_positions(xp, safe, c)
     else:
-        e, s = res
+        e, s, pos = res
         grad = e * (gcol / s)  # one pass over (N, C)
     if label_smoothing:
         grad = grad - (label_smoothing / c) * gcol
-    pos = _flat_positions(xp, safe, c)
     # grad is ours: on raw arrays the one-hot part is added into it, no copy
     add = xp.index_add if isinstance(grad, Tensor) else xp.index_add_
-    flat = add(xp.reshape(grad, (-1,)), pos, -(1 - label_smoothing) * xp.reshape(gl, (-1,)))
+    flat = add(xp.reshape(grad, (-1,)), pos, -(1 - label_smoothing) * gl)
     grad = xp.reshape(flat, z.shape)
     return xp.moveaxis(grad, -1, 1) if logits.ndim > 2 else grad
 
@@ -141,8 +161,9 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     if input.ndim < 2:
         raise ValueError(f"cross_entropy: input must be (N, C, ...), got shape {input.shape}")
-    target = xp.asarray(target)
-    if not xp.isdtype(target.dtype, "integral"):
+    if not isinstance(target, Tensor):
+        target = xp.asarray(target)
+    if not _integral(xp, target.dtype):
         raise TypeError(
             f"cross_entropy: targets must be integers (class indices), got {target.dtype}"
         )

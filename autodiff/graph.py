@@ -294,7 +294,8 @@ def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False
                 fitted = False
                 if op.joint:
                     if op.needs:
-                        kwargs = dict(kwargs, needs=tuple(e is not None for e in edges))
+                        # an edge is None or a (non-empty) 4-tuple
+                        kwargs = dict(kwargs, needs=tuple(map(bool, edges)))
                     grads = op.vjp(rxp, g, ans, *args, **kwargs)
                 else:
                     rules = op.vjp

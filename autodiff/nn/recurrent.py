@@ -81,10 +81,12 @@ def _gru(xp, x, h, w_ih, w_hh, b_ih, b_hh):
 
 def _gru_rule(xp, g, gates, x, h, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
     unbatched = x.ndim == 1
-    x, h, g = _batched(xp, x, h, g)
+    if unbatched:
+        x, h, g = _batched(xp, x, h, g)
     if gates is None:  # under create_graph: recomputed, so that they are differentiated too
         gates = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
-    gates = _batched(xp, *gates)
+    elif unbatched:
+        gates = _batched(xp, *gates)
     dpre_r, dpre_z, dpre_n, dpre_hn = _gate_grads(xp, g, gates, h)
     z = gates[1]
     dgi = xp.concat([dpre_r, dpre_z, dpre_n], axis=-1)

@@ -170,20 +170,18 @@ class Outer:
         return xp.matrix_transpose(self.a) @ self.b
 
     @staticmethod
-    def total(xp, outers, stacked=None):
+    def total(xp, outers, stacked):
         """The sum of the products, as one matmul over the stacked factors (one sum for
-        a bias). ``stacked`` keeps the last stack of ``a`` factors by the ids of its
-        parts: a weight and its bias share them, and are formed one after the other."""
+        a bias). ``stacked`` (a dict) keeps the last stack of ``a`` factors by the ids of
+        its parts: a weight and its bias share them, and are formed one after the other."""
         if len(outers) == 1:
             return outers[0].value(xp)
         key = tuple(id(o.a) for o in outers)
-        if stacked is None or key not in stacked:
+        a = stacked.get(key)
+        if a is None:
             a = xp.concat([o.a for o in outers], axis=0)
-            if stacked is not None:
-                stacked.clear()  # one stack alive at a time
-                stacked[key] = a
-        else:
-            a = stacked[key]
+            stacked.clear()  # one stack alive at a time
+            stacked[key] = a
         if outers[0].b is None:
             return xp.sum(a, axis=0)
         return xp.matrix_transpose(a) @ xp.concat([o.b for o in outers], axis=0)

@@ -479,35 +479,37 @@ class _Ops:
         return t
 
     def _inputs(self, op, args, raws):
-        """(saved args, edges, versions) of a new node, in one pass over the arguments:
-        an edge per Tensor that needs a gradient, the values the rules read (with their
-        version counters), and Meta (shape, dtype, device) for the others."""
+        """(saved args, edges, versions) of a new node: an edge per Tensor that needs a
+        gradient, the values the rules read (with their version counters), and Meta
+        (shape, dtype, device) for the others."""
         rules, joint, saves = op.vjp, op.joint, op.saves
         nrules = 0 if joint else len(rules)
-        if op.per_arg_saves:  # what is kept depends on which gradients are wanted
-            saves = _saved(op, *(
-                i for i, a in enumerate(args)
-                if isinstance(a, Tensor) and a._rg and (joint or (i < nrules and rules[i]))
-            ))  # fmt: skip
-        device_of = self._B.device_of
         edges = [None] * len(args)
-        saved = list(raws)
-        versions = []
+        tensors = []
         i = -1
         for a in args:
             i += 1
             if not isinstance(a, Tensor):  # of this namespace: generic() checked
                 continue
-            d = a.data
+            tensors.append(i)
             if a._rg and (joint or (i < nrules and rules[i] is not None)):
                 n = a._node
+                d = a.data
                 edges[i] = (n, a._index if n is not None else a, d.shape, d.dtype)
+        if op.per_arg_saves:  # what is kept depends on which gradients are wanted
+            saves = _saved(op, *(j for j, e in enumerate(edges) if e is not None))
+        device_of = self._B.device_of
+        saved = list(raws)
+        versions = []
+        for i in tensors:
+            a = args[i]
             if saves is None or i in saves:
                 c = a._version
                 if c is None:
                     c = a._version = [0]
                 versions.append((c, c[0]))
             else:  # what the rule may read of an argument whose values it doesn't need
+                d = a.data
                 saved[i] = Meta(d.shape, d.dtype, device_of(d))
         return tuple(saved), tuple(edges), tuple(versions)
 

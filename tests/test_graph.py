@@ -452,7 +452,7 @@ def test_looped_cell_weight_grads_match_central_differences(xp, cell, monkeypatc
     stacked = []
     total = ad.graph.Outer.total
 
-    def counted(b, outers, cache=None):
+    def counted(b, outers, cache):
         stacked.append((len(outers), outers[0].b is None))
         return total(b, outers, cache)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..tensor import Tensor
 
 
@@ -24,3 +26,26 @@ def constant(a):
     """``a`` cut from the graph when it is a Tensor (a raw array is one already):
     for values a rule treats as constants, like the max subtracted in softmax."""
     return a.detach() if isinstance(a, Tensor) else a
+
+
+class DtypeFacts(NamedTuple):
+    integral: bool
+    lowest: float | None  # the lowest finite value; None unless real floating
+
+
+# (type of dtype, dtype) -> DtypeFacts; keyed by the type too, so that dtypes of two
+# libraries are never compared
+_FACTS: dict = {}
+
+
+def dtype_facts(xp, dtype) -> DtypeFacts:
+    """Whether ``dtype`` is an integer dtype and its lowest finite value, asked of ``xp``
+    once per dtype (isdtype and finfo take microseconds: too slow for every call)."""
+    key = (type(dtype), dtype)
+    facts = _FACTS.get(key)
+    if facts is None:
+        floating = xp.isdtype(dtype, "real floating")
+        facts = _FACTS[key] = DtypeFacts(
+            bool(xp.isdtype(dtype, "integral")), float(xp.finfo(dtype).min) if floating else None
+        )
+    return facts

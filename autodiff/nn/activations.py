@@ -13,7 +13,7 @@ import math
 
 from ..registry import defop
 from ..tensor import Tensor
-from ._dispatch import constant, ops_of
+from ._dispatch import constant, dtype_facts, ops_of
 
 __all__ = ["relu", "sigmoid", "silu", "softplus", "gelu", "softmax", "log_softmax", "logsumexp"]
 
@@ -79,25 +79,11 @@ def _erf(xp, x):
     return xp.where(x < 0, -r, r)
 
 
-# (type of dtype, dtype) -> its lowest finite value (None: not a real floating dtype);
-# keyed by type too, so that dtypes of two libraries are never compared
-_LOWEST: dict = {}
-
-
-def _lowest(xp, dtype):
-    """The lowest finite value of a real floating ``dtype``, None for other dtypes."""
-    key = (type(dtype), dtype)
-    if key not in _LOWEST:  # isdtype and finfo are slow: once per dtype
-        floating = xp.isdtype(dtype, "real floating")
-        _LOWEST[key] = float(xp.finfo(dtype).min) if floating else None
-    return _LOWEST[key]
-
-
 def _max_const(xp, x, axis):
     """The max along ``axis`` as a constant, raised to the dtype's lowest finite value:
     for a row entirely -inf, x - max is then -inf (exp gives 0), not NaN."""
     m = constant(xp.max(x, axis=axis, keepdims=True))
-    low = _lowest(xp, x.dtype)
+    low = dtype_facts(xp, x.dtype).lowest
     return m if low is None else xp.maximum(m, low)  # integers have no -inf
 
 
@@ -142,7 +128,7 @@ def _logsumexp(xp, x, axis, keepdims):
 def _log_softmax(xp, x, axis):
     shifted = x - _max_const(xp, x, axis)
     s = xp.sum(xp.exp(shifted), axis=axis, keepdims=True)
-    if _lowest(xp, shifted.dtype) is None:  # integers: the result is floating
+    if dtype_facts(xp, shifted.dtype).lowest is None:  # integers: the result is floating
         return shifted - xp.log(_exp_sum(xp, s))
     shifted -= xp.log(_exp_sum(xp, s))  # shifted is ours alone
     return shifted

@@ -7,7 +7,7 @@ import math
 
 from ..registry import defop
 from ..tensor import Tensor
-from ._dispatch import ops_of
+from ._dispatch import dtype_facts, ops_of
 from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid, _softmax
 
 __all__ = ["cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]
@@ -44,17 +44,6 @@ def _ce_parts(xp, logits, target, ignore_index):
     valid = target != ignore_index
     safe = xp.where(valid, target, xp.zeros_like(target))
     return z, valid, safe
-
-
-# (type of dtype, dtype) -> whether it is an integer dtype (isdtype takes microseconds)
-_INTEGRAL: dict = {}
-
-
-def _integral(xp, dtype):
-    key = (type(dtype), dtype)
-    if key not in _INTEGRAL:
-        _INTEGRAL[key] = bool(xp.isdtype(dtype, "integral"))
-    return _INTEGRAL[key]
 
 
 def _flat_positions(xp, safe, c):
@@ -163,7 +152,7 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
         raise ValueError(f"cross_entropy: input must be (N, C, ...), got shape {input.shape}")
     if not isinstance(target, Tensor):
         target = xp.asarray(target)
-    if not _integral(xp, target.dtype):
+    if not dtype_facts(xp, target.dtype).integral:
         raise TypeError(
             f"cross_entropy: targets must be integers (class indices), got {target.dtype}"
         )

@@ -93,6 +93,8 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
+        # Reached only for names not in __dict__: tables filled directly (torch-style
+        # ``self._parameters[name] = p``) still resolve.
         d = self.__dict__
         for table in ("_parameters", "_buffers", "_modules"):
             if table in d and name in d[table]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..registry import defop
-from ._dispatch import ops_of
+from ._dispatch import dtype_facts, ops_of
 
 __all__ = ["layer_norm", "embedding", "dropout"]
 
@@ -103,7 +103,7 @@ def embedding(input, weight, padding_idx=None):
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, dim), got {weight.shape}")
     input = xp.asarray(input)
-    if not xp.isdtype(input.dtype, "integral"):
+    if not dtype_facts(xp, input.dtype).integral:
         raise TypeError(f"embedding: indices must be integers, got {input.dtype}")
     n = weight.shape[0]
     if padding_idx is not None:

@@ -42,11 +42,6 @@ def _bias_grad(d, b):
     return Outer(d)
 
 
-def _split(xp, a, k):
-    n = a.shape[-1] // k
-    return [a[..., i * n : (i + 1) * n] for i in range(k)]
-
-
 # -- GRU -------------------------------------------------------------------------------
 # A step is computed feature-major: the projections as w @ a^T, (3H, N), each gate a
 # block of rows. On a small batch OpenBLAS's GEMM is ~1.6x faster in that orientation
@@ -254,33 +249,45 @@ def gru_sequence(input, h0, w_ih, w_hh, b_ih=None, b_hh=None):
 
 # -- LSTM ------------------------------------------------------------------------------
 def _lstm_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
-    gates = _affine(xp, x, w_ih, b_ih) + _affine(xp, h, w_hh, b_hh)
-    i, f, g, o = _split(xp, gates, 4)
-    return _sigmoid(xp, i), _sigmoid(xp, f), xp.tanh(g), _sigmoid(xp, o)
+    """The gates i, f, g, o, each feature-major (H, N), as the GRU's."""
+    pre = _proj_t(xp, w_ih, x, b_ih)
+    pre = pre + _proj_t(xp, w_hh, h, b_hh)
+    H = pre.shape[0] // 4
+    i_f = _sigmoid(xp, pre[: 2 * H, ...])
+    g, o = xp.tanh(pre[2 * H : 3 * H, ...]), _sigmoid(xp, pre[3 * H :, ...])
+    return i_f[:H, ...], i_f[H:, ...], g, o
 
 
 def _lstm(xp, x, h, c, w_ih, w_hh, b_ih, b_hh):
+    if x.ndim == 1:
+        h, c = _lstm(xp, *_batched(xp, x, h, c), w_ih, w_hh, b_ih, b_hh)
+        return h[0, ...], c[0, ...]
     i, f, g, o = _lstm_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
-    c_next = f * c + i * g
-    return o * xp.tanh(c_next), c_next
+    c_next = f * xp.matrix_transpose(c)
+    c_next += i * g  # ours alone
+    tr = xp.matrix_transpose
+    return tr(o * xp.tanh(c_next)), tr(c_next)
 
 
 def _lstm_rule(xp, gs, ans, x, h, c, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 7):
     unbatched = x.ndim == 1
-    gh, gc = gs
-    x, h, c, gh, gc = _batched(xp, x, h, c, gh, gc)
+    tr = xp.matrix_transpose
+    x, h, c, gh, gc = _batched(xp, x, h, c, *gs)
     i, f, g, o = _lstm_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
+    c, gh, gc = tr(c), tr(gh), tr(gc)  # feature-major (H, N)
     tc = xp.tanh(f * c + i * g)
-    dc_next = gc + gh * o * (1 - tc * tc)
+    dc_next = gh * o * (1 - tc * tc)
+    dc_next += gc
     dpre = xp.concat(
         [dc_next * g * i * (1 - i), dc_next * c * f * (1 - f), dc_next * i * (1 - g * g),
-         gh * tc * o * (1 - o)], axis=-1,
+         gh * tc * o * (1 - o)], axis=0,
     )  # fmt: skip
-    dx = dpre @ w_ih if needs[0] else None
-    dh = dpre @ w_hh if needs[1] else None
-    dc = dc_next * f
+    dx = tr(tr(w_ih) @ dpre) if needs[0] else None
+    dh = tr(tr(w_hh) @ dpre) if needs[1] else None
+    dc = tr(dc_next * f)
     if unbatched:
         dx, dh, dc = (None if a is None else a[0, ...] for a in (dx, dh, dc))
+    dpre = tr(dpre)  # (N, 4H)
     return (dx, dh, dc, _weight_grad(xp, dpre, x) if needs[3] else None,
             _weight_grad(xp, dpre, h) if needs[4] else None,
             _bias_grad(dpre, b_ih), _bias_grad(dpre, b_hh))  # fmt: skip

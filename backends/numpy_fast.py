@@ -26,7 +26,26 @@ def _direct():
              "zeros_like", "ones_like", "empty_like", "full_like")  # fmt: skip
     direct = {name: getattr(np, name) for name in names}
     direct["matrix_transpose"] = operator.attrgetter("mT")
+    direct.update(reshape=_reshape, permute_dims=_permute_dims, sum=_sum)
     return direct
+
+
+# The array methods, where numpy's functions are Python wrappers around them (a few
+# tenths of a microsecond each, on every reshape and transpose of every layer and rule).
+def _reshape(x, /, shape, *, copy=None):
+    return x.reshape(shape) if copy is None else np.reshape(x, shape, copy=copy)
+
+
+def _permute_dims(x, /, axes):
+    return x.transpose(axes)
+
+
+def _sum(x, /, *, axis=None, dtype=None, keepdims=False):
+    # numpy.sum promotes small integers to the default integer (as the standard asks);
+    # for floating inputs it is add.reduce, a microsecond of Python wrappers later.
+    if dtype is None and x.dtype.kind not in "fc":
+        return np.sum(x, axis=axis, keepdims=keepdims)
+    return np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 FUNCTIONS = _direct()

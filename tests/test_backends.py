@@ -86,8 +86,20 @@ def test_matmul_into_a_strided_view():
 def test_numpy_backend_calls_numpy_itself_on_hot_paths():
     B = backends.resolve(np)
     if tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 1):
-        assert B.matmul is np.matmul and B.permute_dims is np.permute_dims
-        assert B.asarray is np.asarray
+        assert B.matmul is np.matmul and B.asarray is np.asarray
+    a = np.arange(6.0).reshape(2, 3)
+    # reshape, permute_dims, sum: the array methods and add.reduce, the standard's semantics
+    r = B.reshape(a, (3, 2))
+    assert np.shares_memory(r, a) and r.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+    assert not np.shares_memory(B.reshape(a, (6,), copy=True), a)
+    with pytest.raises(ValueError):
+        B.reshape(a.T, (6,), copy=False)  # a copy would be needed
+    assert B.permute_dims(a, axes=(1, 0)).tolist() == a.T.tolist()
+    assert B.sum(a, axis=0).tolist() == [3.0, 5.0, 7.0] and B.sum(a) == 15.0
+    assert B.sum(a, axis=(0, 1), keepdims=True).shape == (1, 1)
+    assert B.sum(np.ones(3, dtype=np.float32)).dtype == np.float32
+    assert B.sum(np.ones(3, dtype=np.int32)).dtype == np.int64  # the default integer
+    assert B.sum(np.ones(3, dtype=np.int32), dtype=np.int16).dtype == np.int16
     a = np.arange(6.0).reshape(1, 2, 3)
     np.testing.assert_array_equal(B.matrix_transpose(a), [[[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]])
     with pytest.raises(ValueError):

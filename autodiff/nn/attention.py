@@ -139,8 +139,8 @@ def _split_heads(xp, qkv, heads):
     """q, k, v (N, heads, L, d) as views of the packed (N, L, 3 * heads * d) projection."""
     n, length = qkv.shape[0], qkv.shape[1]
     d = qkv.shape[-1] // (3 * heads)
-    parts = xp.unstack(xp.reshape(qkv, (n, length, 3, heads, d)), axis=2)
-    return [xp.permute_dims(t, (0, 2, 1, 3)) for t in parts]
+    packed = xp.reshape(qkv, (n, length, 3, heads, d))
+    return [xp.permute_dims(packed[:, :, i, ...], (0, 2, 1, 3)) for i in range(3)]
 
 
 def _sdpa_packed(B, qkv, mask, *, heads, is_causal, scale):

@@ -3,8 +3,9 @@ benchmark case.
 
 ``--without torch`` leaves PyTorch out (its OpenMP threads keep spinning after each
 call and slow whatever runs next on a 2-core machine: useful to see the NumPy ratio
-alone). ``--alone`` times each implementation in its own block (all its runs, then
-the next one's) instead of interleaving them (training steps only)."""
+alone). ``--alone`` times each implementation alone, in blocks that alternate over
+5 rounds, each block starting with 0.3 s untimed while the previous library's threads
+stop spinning (training steps only): the fair way to compare with PyTorch here."""
 
 import argparse
 import importlib
@@ -20,7 +21,7 @@ def main(argv=None):
     p.add_argument("--without", action="append", default=[], choices=("torch",),
                    help="leave an implementation out")  # fmt: skip
     p.add_argument("--alone", action="store_true",
-                   help="time each implementation alone, in blocks, not interleaved")  # fmt: skip
+                   help="time each implementation alone, in alternating blocks")  # fmt: skip
     args = p.parse_args(argv)
     from . import _case
 

@@ -108,7 +108,7 @@ def run(title: str, factories: dict, repeats: int, *, rtol=1e-4, scale=1e3, unit
     memory = {name: peak_bytes(step) for name, step in impls.items() if "PyTorch" not in name}
     times = (blocks if ALONE else interleave)(impls, repeats)
     med = {k: statistics.median(v) for k, v in times.items()}
-    how = "runs of each alone, one after the other" if ALONE else "interleaved runs"
+    how = "runs of each alone, in 5 alternating blocks" if ALONE else "interleaved runs"
     lines = [
         f"{title}; {repeats} {how}, 2 threads, float32",
         f"loss after steps 1 and 2: {losses[NUMPY][0]:.6g}, {losses[NUMPY][1]:.6g} "

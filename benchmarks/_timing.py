@@ -21,18 +21,30 @@ def interleave(impls: dict, repeats: int, warmup: int = 3) -> dict:
     return times
 
 
-def blocks(impls: dict, repeats: int, warmup: int = 3) -> dict:
-    """Seconds per call of each implementation timed alone, one after the other
-    (A A A ... B B B ...): no implementation runs while another's threads still spin."""
-    times = {}
-    for name, f in impls.items():
+def blocks(impls: dict, repeats: int, warmup: int = 3, rounds: int = 5,
+           settle: float = 0.3) -> dict:  # fmt: skip
+    """Seconds per call of each implementation timed alone: ``rounds`` rounds in which
+    each implementation runs a block of calls (A A A ... B B B ... A A A ...).
+
+    A block first runs untimed for ``settle`` seconds: the threads of the library that
+    ran before keep spinning for a while after its last call (OpenBLAS's for ~0.1 s),
+    and on 2 cores they would slow this one's first calls. Alternating rounds spread
+    the machine's drift over all the implementations, as interleaving does."""
+    for f in impls.values():
         for _ in range(warmup):
             f()
-        times[name] = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
+    times = {name: [] for name in impls}
+    per_block = max(1, -(-repeats // rounds))
+    for _ in range(rounds):
+        for name, f in impls.items():
+            start = time.perf_counter()
             f()
-            times[name].append(time.perf_counter() - t0)
+            while time.perf_counter() - start < settle:
+                f()
+            for _ in range(per_block):
+                t0 = time.perf_counter()
+                f()
+                times[name].append(time.perf_counter() - t0)
     return times
 
 

@@ -373,6 +373,7 @@ class _Ops:
     def _generic(self, op, raw):
         ops, cls, name = self, self.cls, op.name
         kind, view, residuals = op.kind, op.view, op.residuals
+        lean = op.lean(self._B) if op.lean is not None else raw
 
         def generic(*args, **kwargs):
             raws = list(args)
@@ -391,16 +392,19 @@ class _Ops:
                         kwargs[k] = ops._unwrap(v, name)
             if rg and kind == MISSING and mode.enabled:
                 raise ops._missing(op)
+            record = rg and kind != CONST and mode.enabled
             try:
-                out = raw(*raws, **kwargs)
+                out = raw(*raws, **kwargs) if record else lean(*raws, **kwargs)
             except Exception as exc:
                 _add_op_name(exc, name)
                 raise
-            res = None
-            if residuals:
-                out, res = out
-            if rg and kind != CONST and mode.enabled:
+            if record:
+                res = None
+                if residuals:
+                    out, res = out
                 return ops._record(op, out, args, raws, kwargs, res)
+            if residuals and lean is raw:
+                out = out[0]
             t = ops._wrap_out(out)
             if view and isinstance(t, Tensor) and isinstance(args[0], Tensor):
                 _share_version(args[0], t)

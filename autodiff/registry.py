@@ -48,6 +48,10 @@ class Op:
     otherwise recompute (gates, attention weights). The rule gets them as ``ans``;
     under ``create_graph`` it gets None and recomputes, so that second derivatives
     flow through them."""
+    lean: Callable | None = None
+    """``lean(B) -> raw function``: the forward of a ``residuals`` op without them, for
+    calls that record nothing (no input needs a gradient, or under no_grad), where
+    making the residuals would be work thrown away."""
     saves: tuple | None = None
     """Positions of the arguments whose values the rule reads (None: all)."""
     saves_ans: bool = False

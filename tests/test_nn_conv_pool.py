@@ -86,6 +86,25 @@ def test_max_pool_first_maximum_gets_the_gradient(xp):
     np.testing.assert_array_equal(np.asarray(x.grad.data), [[[[0.0, 1.0], [0.0, 0.0]]]])
 
 
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=1, padding=1),
+                                dict(kernel_size=(2, 3), dilation=2, ceil_mode=True),
+                                dict(kernel_size=1)])  # fmt: skip
+def test_max_pool_without_a_graph_gives_the_same_values(xp, kw):
+    """Recording nothing (no_grad, or an input that needs no gradient), max_pool2d runs
+    its lean forward, without the first-maximum offsets its rule would read."""
+    a = RNG.standard_normal((2, 3, 6, 7))
+    with torch.no_grad():
+        ref = TF.max_pool2d(torch.tensor(a), **kw).numpy()
+    x = xp.asarray(a, requires_grad=True)
+    y = F.max_pool2d(x, **kw)
+    with ad.no_grad():
+        z = F.max_pool2d(x, **kw)
+    w = F.max_pool2d(xp.asarray(a), **kw)
+    assert y.requires_grad and not z.requires_grad and not w.requires_grad
+    for t in (y, z, w):
+        np.testing.assert_array_equal(np.asarray(t.data), ref)
+
+
 def test_same_on_every_backend(xp):
     x, w = RNG.standard_normal((1, 2, 5, 5)), RNG.standard_normal((3, 2, 3, 3))
     ref = ad.Autodiff(np)

@@ -75,37 +75,49 @@ def _padded(xp, x, pads, value):
     return xp.pad2d(x, pads=pads, value=value) if any(pads) else x
 
 
-def _max_pool(xp, x, *, kernel, stride, dilation, pads, out):
-    """A running maximum over the kernel's strided planes (no window copies)."""
+def _max_pool(xp, x, *, kernel, stride, dilation, pads, out, first=False):
+    """A running maximum over the kernel's strided planes (no window copies); with
+    ``first``, also the offset of each window's first maximum (uint8), the residual
+    for the rule: its backward is then one compare per offset, not four passes."""
     xpad = _padded(xp, x, pads, -math.inf)
-    result = None
-    for key in _offsets(kernel, stride, dilation, out):
+    result = offset = None
+    for k, key in enumerate(_offsets(kernel, stride, dilation, out)):
         plane = xpad[key]
-        result = plane if result is None else xp.maximum(result, plane)
-    return result
+        if result is None:
+            result = plane
+            continue
+        if first:
+            # offsets grow: where this plane is larger, k exceeds every earlier offset
+            later = xp.astype(plane > result, xp.uint8)
+            if offset is None:
+                offset = later
+            else:
+                later *= k
+                offset = xp.maximum(offset, later)
+        result = xp.maximum(result, plane)
+    if not first:
+        return result
+    if offset is None:  # a 1x1 window
+        offset = xp.zeros(result.shape, dtype=xp.uint8, device=result.device)
+    return result, offset
 
 
-def _max_pool_rule(xp, g, ans, x, *, kernel, stride, dilation, pads, out):
-    """The first maximum of each window (in window order) gets the gradient.
-
-    ``rest`` is the part of g not given out yet: the first offset that holds the
-    maximum takes all of it, later ties get zero. Windows that don't overlap write
-    their planes without reading them back."""
-    xpad = _padded(xp, x, pads, -math.inf)
-    grad = xp.zeros(xpad.shape, dtype=g.dtype, device=g.device)
+def _max_pool_rule(xp, g, first, x, *, kernel, stride, dilation, pads, out):
+    """The first maximum of each window (in window order) gets the gradient."""
+    if first is None:  # under create_graph: recomputed (a constant: no gradient)
+        first = _max_pool(xp, x, kernel=kernel, stride=stride, dilation=dilation, pads=pads,
+                          out=out, first=True)[1]  # fmt: skip
+    n, c, h, w = x.shape
+    size = (n, c, h + pads[0] + pads[1], w + pads[2] + pads[3])
+    grad = xp.zeros(size, dtype=g.dtype, device=g.device)
     disjoint = all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel, stride, dilation))
-    keys = _offsets(kernel, stride, dilation, out)
-    rest = g
-    for i, key in enumerate(keys):
+    for k, key in enumerate(_offsets(kernel, stride, dilation, out)):
         # A multiply by the 0/1 mask: NumPy's where is ten times slower.
-        part = rest * xp.astype(xpad[key] == ans, g.dtype)
-        if i + 1 < len(keys):
-            rest = rest - part
+        part = g * xp.astype(first == k, g.dtype)
         if disjoint:
             grad[key] = part
         else:
             grad[key] += part
-    n, c, h, w = x.shape
     return grad[..., pads[0] : pads[0] + h, pads[2] : pads[2] + w] if any(pads) else grad
 
 
@@ -113,8 +125,9 @@ defop(
     "nn.max_pool2d",
     _max_pool_rule,
     chapter=CH,
-    impl=lambda B: lambda x, **kw: _max_pool(B, x, **kw),
-    saves_ans=True,
+    impl=lambda B: lambda x, **kw: _max_pool(B, x, **kw, first=True),
+    lean=lambda B: lambda x, **kw: _max_pool(B, x, **kw),
+    residuals=True,
     twice=False,
     doc="max over 2-D windows; padding is -inf; the first maximum gets the gradient",
 )

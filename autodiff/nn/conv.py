@@ -151,8 +151,18 @@ def _conv2d_dx(xp, g, ans, x, w, b, *, stride, pads, dilation, groups):
 def _conv2d_dw(xp, g, p, x, w, b, *, stride, pads, dilation, groups):
     if p is None:  # under create_graph: recomputed, so that it is differentiated too
         p, _ = _patches(xp, x, tuple(w.shape[2:]), stride, pads, dilation, groups)
-    dw = _out_grad(xp, g, groups) @ xp.matrix_transpose(p)  # (groups, O/groups, K)
-    return xp.reshape(dw, tuple(w.shape))
+    k = p.shape[1]
+    if k < 16:
+        # Short windows (one input channel): an (O, K) product over N * oh * ow terms is
+        # a GEMM BLAS splits badly (2.5x slower here); per-image products, then the sum.
+        n, o = g.shape[0], g.shape[1]
+        gb = xp.reshape(g, (n, groups, o // groups, -1))  # no copy: g is NCHW
+        pb = xp.permute_dims(xp.reshape(p, (groups, k, n, -1)), (2, 0, 3, 1))
+        dw = xp.sum(gb @ pb, axis=0)
+    else:
+        # (P G^T)^T rather than G P^T: the same product, 1.2-1.6x faster from OpenBLAS
+        dw = xp.matrix_transpose(p @ xp.matrix_transpose(_out_grad(xp, g, groups)))
+    return xp.reshape(dw, tuple(w.shape))  # (groups, O/groups, K) in w's layout
 
 
 defop(

@@ -140,11 +140,16 @@ def _conv2d_dx(xp, g, ans, x, w, b, *, stride, pads, dilation, groups):
     else:
         gm = _out_grad(xp, g, groups)
     dp = xp.reshape(xp.matrix_transpose(wm) @ gm, (c,) + kernel + (n,) + out)
-    dp = xp.permute_dims(dp, (3, 0, 1, 2, 4, 5))  # (N, C, kh, kw, oh, ow)
     if rows:
-        dx = xp.col2im2d_rows(dp, size=size, dilation=dilation)
-    else:
-        dx = xp.col2im2d(dp, size=size, stride=stride, dilation=dilation)
+        # col2im in the columns' own (C, N) order (its adds read what they write in
+        # step), then one copy to C-ordered NCHW, cropped: the gradient a pooling or
+        # element-wise rule reads next is contiguous
+        dx = xp.col2im2d_rows(xp.permute_dims(dp, (0, 3, 1, 2, 4, 5)), size=size,
+                              dilation=dilation)  # fmt: skip
+        dx = xp.permute_dims(_crop(xp, dx, pads, (h, wd)), (1, 0, 2, 3))
+        return xp.reshape(dx, (n, c, h, wd), copy=True)
+    dp = xp.permute_dims(dp, (3, 0, 1, 2, 4, 5))  # (N, C, kh, kw, oh, ow)
+    dx = xp.col2im2d(dp, size=size, stride=stride, dilation=dilation)
     return _crop(xp, dx, pads, (h, wd)) if any(pads) else dx
 
 

@@ -5,7 +5,7 @@ benchmark case.
 call and slow whatever runs next on a 2-core machine: useful to see the NumPy ratio
 alone). ``--alone`` times each implementation alone, in blocks that alternate over
 5 rounds, each block starting with 0.3 s untimed while the previous library's threads
-stop spinning (training steps only): the fair way to compare with PyTorch here."""
+stop spinning: the fair way to compare with PyTorch on 2 cores."""
 
 import argparse
 import importlib
@@ -23,12 +23,12 @@ def main(argv=None):
     p.add_argument("--alone", action="store_true",
                    help="time each implementation alone, in alternating blocks")  # fmt: skip
     args = p.parse_args(argv)
-    from . import _case
+    from . import _case, _timing
 
     if "torch" in args.without:
         _case.SKIP.add(_case.TORCH)
     if args.alone:
-        _case.ALONE.add(True)
+        _timing.ALONE.add(True)
     print(importlib.import_module(f"benchmarks.{args.case}").main(args.repeats))
 
 

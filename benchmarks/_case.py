@@ -9,12 +9,11 @@ import tracemalloc
 
 import numpy as np
 
-from ._timing import blocks, interleave
+from ._timing import ALONE, timed
 from .threads import limit_threads
 
 AUTODIFF, NUMPY, TORCH = "autodiff (numpy)", "hand-written NumPy", "PyTorch CPU"
 SKIP: set = set()  # implementations left out (``--without torch``)
-ALONE: set = set()  # non-empty: time each implementation alone, in blocks (``--alone``)
 
 
 def sgd_step(model, opt, cross_entropy, X, Y):
@@ -106,9 +105,8 @@ def run(title: str, factories: dict, repeats: int, *, rtol=1e-4, scale=1e3, unit
         np.testing.assert_allclose(got, losses[NUMPY], rtol=rtol,
                                    err_msg=f"{name}: loss of steps 1 and 2")  # fmt: skip
     memory = {name: peak_bytes(step) for name, step in impls.items() if "PyTorch" not in name}
-    times = (blocks if ALONE else interleave)(impls, repeats)
+    times, how = timed(impls, repeats)
     med = {k: statistics.median(v) for k, v in times.items()}
-    how = "runs of each alone, in 5 alternating blocks" if ALONE else "interleaved runs"
     lines = [
         f"{title}; {repeats} {how}, 2 threads, float32",
         f"loss after steps 1 and 2: {losses[NUMPY][0]:.6g}, {losses[NUMPY][1]:.6g} "

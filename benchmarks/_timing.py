@@ -6,6 +6,15 @@ from __future__ import annotations
 import statistics
 import time
 
+ALONE: set = set()  # non-empty: time each implementation alone, in blocks (``--alone``)
+
+
+def timed(impls: dict, repeats: int) -> tuple[dict, str]:
+    """Times of each implementation, interleaved or (``--alone``) in blocks, and how."""
+    if ALONE:
+        return blocks(impls, repeats), "runs of each alone, in 5 alternating blocks"
+    return interleave(impls, repeats), "interleaved runs"
+
 
 def interleave(impls: dict, repeats: int, warmup: int = 3) -> dict:
     """Seconds per call of each implementation: {name: [times]}."""

@@ -11,7 +11,7 @@ import numpy as np
 
 import autodiff as ad
 
-from ._timing import interleave, table
+from ._timing import table, timed
 
 STEPS = 200
 OPS = 3 * STEPS + 1
@@ -75,9 +75,9 @@ def main(repeats: int = 50) -> str:
     ref = impls["hand-written NumPy"]()
     for name, f in impls.items():
         np.testing.assert_allclose(f(), ref, rtol=1e-12, err_msg=name)
-    times = interleave(impls, repeats)
+    times, how = timed(impls, repeats)
     out = [f"chain: {STEPS} x tanh(x*1.01 + 0.1) on (16,) float64, then sum; "
-           f"forward + backward, {OPS} ops, {repeats} interleaved runs", ""]  # fmt: skip
+           f"forward + backward, {OPS} ops, {repeats} {how}", ""]  # fmt: skip
     out.append(table(times, 1e6 / OPS, "µs per op", "hand-written NumPy"))
     if "PyTorch CPU" in times:
         import statistics

@@ -8,7 +8,7 @@ import numpy as np
 import autodiff as ad
 from autodiff.nn import functional as F
 
-from ._timing import interleave, table
+from ._timing import table, timed
 from .threads import limit_threads
 
 
@@ -59,13 +59,9 @@ def main(repeats: int = 20) -> str:
     ref = impls["PyTorch CPU"]()
     for g, r in zip(impls["autodiff (numpy)"](), ref):
         np.testing.assert_allclose(g, r, rtol=2e-3, atol=2e-3 * np.abs(r).max())
-    times = interleave(impls, repeats)
+    times, how = timed(impls, repeats)
     head = "conv2d: x (32, 16, 28, 28), w (32, 16, 3, 3), padding 1, float32, forward + backward"
-    return (
-        head
-        + f", {repeats} interleaved runs, 2 threads\n\n"
-        + table(times, 1e3, "ms", "PyTorch CPU")
-    )
+    return head + f", {repeats} {how}, 2 threads\n\n" + table(times, 1e3, "ms", "PyTorch CPU")
 
 
 if __name__ == "__main__":

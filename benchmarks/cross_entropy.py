@@ -12,7 +12,7 @@ import numpy as np
 import autodiff as ad
 from autodiff.nn import functional as F
 
-from ._timing import interleave, table
+from ._timing import table, timed
 
 N, C = 64, 50_000
 
@@ -79,8 +79,8 @@ def main(repeats: int = 20) -> str:
         np.testing.assert_allclose(loss, ref[0], rtol=1e-5, err_msg=name)
         np.testing.assert_allclose(grad, ref[1], rtol=1e-4, atol=1e-9, err_msg=name)
     ratio = peak_memory_ratio(z, t)
-    times = interleave(impls, repeats)
-    out = [f"cross_entropy: logits ({N}, {C}) float32, forward + backward, {repeats} runs", ""]
+    times, how = timed(impls, repeats)
+    out = [f"cross_entropy: logits ({N}, {C}) float32, forward + backward, {repeats} {how}", ""]
     if "PyTorch CPU" in times:
         out.append(table(times, 1e3, "ms", "PyTorch CPU"))
     else:

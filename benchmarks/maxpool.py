@@ -7,7 +7,7 @@ import numpy as np
 import autodiff as ad
 from autodiff.nn import functional as F
 
-from ._timing import interleave, table
+from ._timing import table, timed
 from .threads import limit_threads
 
 
@@ -47,13 +47,9 @@ def main(repeats: int = 20) -> str:
     except ImportError:
         return "maxpool: PyTorch is not installed; nothing to compare with"
     np.testing.assert_allclose(impls["autodiff (numpy)"](), impls["PyTorch CPU"](), rtol=1e-6)
-    times = interleave(impls, repeats)
+    times, how = timed(impls, repeats)
     head = "max_pool2d 2x2: x (32, 32, 28, 28) float32, forward + backward"
-    return (
-        head
-        + f", {repeats} interleaved runs, 2 threads\n\n"
-        + table(times, 1e3, "ms", "PyTorch CPU")
-    )
+    return head + f", {repeats} {how}, 2 threads\n\n" + table(times, 1e3, "ms", "PyTorch CPU")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from benchmarks import _case
+from benchmarks import _case, _timing
 from benchmarks.__main__ import CASES, main
 
 
@@ -14,7 +14,7 @@ from benchmarks.__main__ import CASES, main
 def _reset():
     yield
     _case.SKIP.clear()
-    _case.ALONE.clear()
+    _timing.ALONE.clear()
 
 
 def _rows(out):

@@ -88,7 +88,7 @@ def test_max_pool_first_maximum_gets_the_gradient(xp):
 
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=1, padding=1),
                                 dict(kernel_size=(2, 3), dilation=2, ceil_mode=True),
-                                dict(kernel_size=1)])  # fmt: skip
+                                dict(kernel_size=1), dict(kernel_size=(6, 7))])  # fmt: skip
 def test_max_pool_without_a_graph_gives_the_same_values(xp, kw):
     """Recording nothing (no_grad, or an input that needs no gradient), max_pool2d runs
     its lean forward, without the first-maximum offsets its rule would read."""
@@ -103,6 +103,21 @@ def test_max_pool_without_a_graph_gives_the_same_values(xp, kw):
     assert y.requires_grad and not z.requires_grad and not w.requires_grad
     for t in (y, z, w):
         np.testing.assert_array_equal(np.asarray(t.data), ref)
+
+
+@pytest.mark.parametrize("size", [16, 17, 20])
+def test_max_pool_over_more_than_256_window_offsets(xp, size):
+    """Windows of 16 x 16 (256 offsets, a byte's worth) up to 20 x 20 (400) on a 20 x 20
+    image: the gradient still goes to each window's first maximum (ties included), as
+    torch's. A weighted sum, so that every window's gradient differs."""
+    a = np.round(RNG.standard_normal((2, 3, 20, 20)), 1)  # rounded: ties
+    o = 21 - size
+    weights = np.arange(1.0, 1.0 + 2 * 3 * o * o).reshape(2, 3, o, o)
+    x = xp.asarray(a, requires_grad=True)
+    xp.sum(F.max_pool2d(x, size, stride=1) * xp.asarray(weights)).backward()
+    t = torch.tensor(a, requires_grad=True)
+    (TF.max_pool2d(t, size, stride=1) * torch.tensor(weights)).sum().backward()
+    np.testing.assert_array_equal(np.asarray(x.grad.data), t.grad.numpy())
 
 
 def test_same_on_every_backend(xp):

@@ -75,45 +75,49 @@ def _padded(xp, x, pads, value):
     return xp.pad2d(x, pads=pads, value=value) if any(pads) else x
 
 
-def _max_pool(xp, x, *, kernel, stride, dilation, pads, out, first=False):
+def _max_pool(xp, x, *, kernel, stride, dilation, pads, out, with_offsets=False):
     """A running maximum over the kernel's strided planes (no window copies); with
-    ``first``, also the offset of each window's first maximum (uint8), the residual
-    for the rule: its backward is then one compare per offset, not four passes."""
+    ``with_offsets``, also the offset of each window's first maximum (an integer), the
+    residual for the rule: its backward is then one compare per offset, not four
+    passes over the input."""
     xpad = _padded(xp, x, pads, -math.inf)
+    keys = _offsets(kernel, stride, dilation, out)
+    small = xp.uint8 if len(keys) <= 256 else xp.int32  # a kernel up to 16 x 16 in bytes
     result = offset = None
-    for k, key in enumerate(_offsets(kernel, stride, dilation, out)):
+    for k, key in enumerate(keys):
         plane = xpad[key]
         if result is None:
             result = plane
             continue
-        if first:
+        if with_offsets:
             # offsets grow: where this plane is larger, k exceeds every earlier offset
-            later = xp.astype(plane > result, xp.uint8)
+            later = xp.astype(plane > result, small)
             if offset is None:
                 offset = later
             else:
                 later *= k
                 offset = xp.maximum(offset, later)
         result = xp.maximum(result, plane)
-    if not first:
+    if not with_offsets:
         return result
     if offset is None:  # a 1x1 window
-        offset = xp.zeros(result.shape, dtype=xp.uint8, device=result.device)
+        offset = xp.zeros(result.shape, dtype=small, device=result.device)
     return result, offset
 
 
-def _max_pool_rule(xp, g, first, x, *, kernel, stride, dilation, pads, out):
-    """The first maximum of each window (in window order) gets the gradient."""
-    if first is None:  # under create_graph: recomputed (a constant: no gradient)
-        first = _max_pool(xp, x, kernel=kernel, stride=stride, dilation=dilation, pads=pads,
-                          out=out, first=True)[1]  # fmt: skip
+def _max_pool_rule(xp, g, offset, x, *, kernel, stride, dilation, pads, out):
+    """The first maximum of each window (in window order) gets the gradient: ``offset``
+    says which kernel offset holds it."""
+    if offset is None:  # under create_graph: recomputed (integers: a constant)
+        offset = _max_pool(xp, x, kernel=kernel, stride=stride, dilation=dilation, pads=pads,
+                           out=out, with_offsets=True)[1]  # fmt: skip
     n, c, h, w = x.shape
     size = (n, c, h + pads[0] + pads[1], w + pads[2] + pads[3])
     grad = xp.zeros(size, dtype=g.dtype, device=g.device)
     disjoint = all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel, stride, dilation))
     for k, key in enumerate(_offsets(kernel, stride, dilation, out)):
         # A multiply by the 0/1 mask: NumPy's where is ten times slower.
-        part = g * xp.astype(first == k, g.dtype)
+        part = g * xp.astype(offset == k, g.dtype)
         if disjoint:
             grad[key] = part
         else:
@@ -125,7 +129,7 @@ defop(
     "nn.max_pool2d",
     _max_pool_rule,
     chapter=CH,
-    impl=lambda B: lambda x, **kw: _max_pool(B, x, **kw, first=True),
+    impl=lambda B: lambda x, **kw: _max_pool(B, x, **kw, with_offsets=True),
     lean=lambda B: lambda x, **kw: _max_pool(B, x, **kw),
     residuals=True,
     twice=False,

@@ -251,7 +251,7 @@ def gru_sequence(input, h0, w_ih, w_hh, b_ih=None, b_hh=None):
 def _lstm_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
     """The gates i, f, g, o, each feature-major (H, N), as the GRU's."""
     pre = _proj_t(xp, w_ih, x, b_ih)
-    pre = pre + _proj_t(xp, w_hh, h, b_hh)
+    pre += _proj_t(xp, w_hh, h, b_hh)  # pre is ours alone
     H = pre.shape[0] // 4
     i_f = _sigmoid(xp, pre[: 2 * H, ...])
     g, o = xp.tanh(pre[2 * H : 3 * H, ...]), _sigmoid(xp, pre[3 * H :, ...])

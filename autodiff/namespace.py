@@ -374,6 +374,7 @@ class _Ops:
         ops, cls, name = self, self.cls, op.name
         kind, view, residuals = op.kind, op.view, op.residuals
         lean = op.lean(self._B) if op.lean is not None else raw
+        strip = residuals and op.lean is None  # the forward's residuals, unused here
 
         def generic(*args, **kwargs):
             raws = list(args)
@@ -403,7 +404,7 @@ class _Ops:
                 if residuals:
                     out, res = out
                 return ops._record(op, out, args, raws, kwargs, res)
-            if residuals and lean is raw:
+            if strip:
                 out = out[0]
             t = ops._wrap_out(out)
             if view and isinstance(t, Tensor) and isinstance(args[0], Tensor):

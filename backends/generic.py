@@ -95,7 +95,11 @@ def pad2d(xp, x, pads, value=0.0):
     top, bottom, left, right = pads
     h, w = x.shape[-2], x.shape[-1]
     shape = tuple(x.shape[:-2]) + (h + top + bottom, w + left + right)
-    out = xp.full(shape, value, dtype=x.dtype, device=getattr(x, "device", None))
+    device = getattr(x, "device", None)
+    if value == 0:  # zeros: no fill pass where the library gets zeroed memory
+        out = xp.zeros(shape, dtype=x.dtype, device=device)
+    else:
+        out = xp.full(shape, value, dtype=x.dtype, device=device)
     out[..., top : top + h, left : left + w] = x
     return out
 

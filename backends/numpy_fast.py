@@ -83,17 +83,6 @@ def matmul_(xp, a, b, out):
     return np.matmul(a, b, out=out)
 
 
-def pad2d(xp, x, pads, value=0.0):
-    """The last two axes padded with a constant: a new array (zeros for 0) and one slice
-    assignment; ``numpy.pad``'s Python costs as much as the copy at a CNN's sizes."""
-    top, bottom, left, right = pads
-    h, w = x.shape[-2:]
-    shape = x.shape[:-2] + (h + top + bottom, w + left + right)
-    out = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
-    out[..., top : top + h, left : left + w] = x
-    return out
-
-
 def windows2d(xp, x, kernel, stride, dilation, out):
     """Sliding windows as a strided view (no copy): (..., kh, kw, oh, ow)."""
     (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out

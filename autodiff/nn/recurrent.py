@@ -86,6 +86,14 @@ def _gate_grads(xp, dh, gates, h):
     return dpre_r, dpre_z, dpre_n, dpre_n * r
 
 
+def _next_state(xp, h, z, n):
+    """h' = n + z (h - n), feature-major (H, N), from h (N, H)."""
+    nxt = xp.matrix_transpose(h) - n
+    nxt *= z  # nxt is ours alone
+    nxt += n
+    return nxt
+
+
 def _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh):
     return _gates_from(xp, _proj_t(xp, w_ih, x, b_ih), _proj_t(xp, w_hh, h, b_hh))
 
@@ -96,11 +104,7 @@ def _gru(xp, x, h, w_ih, w_hh, b_ih, b_hh):
         out, gates = _gru(xp, *_batched(xp, x, h), w_ih, w_hh, b_ih, b_hh)
         return out[0, ...], gates
     gates = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
-    r, z, n, _ = gates
-    nxt = xp.matrix_transpose(h) - n  # h' = n + z (h - n), feature-major
-    nxt *= z
-    nxt += n
-    return xp.matrix_transpose(nxt), gates
+    return xp.matrix_transpose(_next_state(xp, h, gates[1], gates[2])), gates
 
 
 def _gru_rule(xp, g, gates, x, h, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
@@ -176,10 +180,7 @@ def _gru_seq(xp, x, h0, w_ih, w_hh, b_ih, b_hh):
         r, z, nt, hn = step = _gates_from(
             xp, xp.matrix_transpose(gi[t, ...]), _proj_t(xp, w_hh, h, b_hh)
         )
-        nxt = xp.matrix_transpose(h) - nt
-        nxt *= z
-        nxt += nt
-        h = xp.matrix_transpose(nxt)
+        h = xp.matrix_transpose(_next_state(xp, h, z, nt))
         states.append(h)
         gates.append(step)
     out = xp.stack(states, axis=0)
@@ -262,10 +263,10 @@ def _lstm(xp, x, h, c, w_ih, w_hh, b_ih, b_hh):
     if x.ndim == 1:
         h, c = _lstm(xp, *_batched(xp, x, h, c), w_ih, w_hh, b_ih, b_hh)
         return h[0, ...], c[0, ...]
-    i, f, g, o = _lstm_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
-    c_next = f * xp.matrix_transpose(c)
-    c_next += i * g  # ours alone
     tr = xp.matrix_transpose
+    i, f, g, o = _lstm_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
+    c_next = f * tr(c)
+    c_next += i * g  # ours alone
     return tr(o * xp.tanh(c_next)), tr(c_next)
 
 

@@ -7,13 +7,45 @@
 >>> x.grad
 """
 
-from . import nn, optim, registry
-from .graph import enable_grad, is_grad_enabled, no_grad
-from .io import load, save
-from .namespace import Autodiff
-from .tensor import Tensor
-from .transforms import custom_vjp, grad, hessian, jacobian, jvp, value_and_grad, vjp
-from .viz import draw_graph, to_dot
+
+def _mount_backends():
+    """From a checkout that was not installed (``PYTHONPATH=.``), import the top-level
+    ``backends/`` folder as ``autodiff.backends``: an install maps it there itself, and a
+    bare ``backends`` would be shadowed by any ``backends.py`` of the user's."""
+    import importlib.util
+    import os
+    import sys
+
+    name = f"{__name__}.backends"
+    if importlib.util.find_spec(name) is not None:
+        return
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "backends")
+    init = os.path.join(folder, "__init__.py")
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_mount_backends()
+
+# vjps (the standard's ops) and nn.functional (the extension ops) fill the registry,
+# which imports neither.
+from . import nn, optim, registry, vjps  # noqa: E402, F401
+from .graph import enable_grad, is_grad_enabled, no_grad  # noqa: E402
+from .io import load, save  # noqa: E402
+from .namespace import Autodiff  # noqa: E402
+from .tensor import Tensor  # noqa: E402
+from .transforms import (  # noqa: E402
+    custom_vjp,
+    grad,
+    hessian,
+    jacobian,
+    jvp,
+    value_and_grad,
+    vjp,
+)
+from .viz import draw_graph, to_dot  # noqa: E402
 
 __all__ = [
     "Autodiff",

@@ -1,9 +1,17 @@
-"""Nodes of the recorded graph, grad mode, and the backward pass.
+"""The recorded graph and the backward pass: grad mode, nodes, version counters, and
+everything between a cotangent entering ``backward()`` and a leaf's ``.grad``.
 
-The backward pass is iterative (Kahn's algorithm over the nodes reachable from
-the outputs), so graph depth is bounded by memory, not by Python's recursion
-limit. Each node frees what it saved as soon as its rule has run, unless
-``retain_graph=True``.
+The backward pass is iterative (nodes in decreasing creation order), so graph
+depth is bounded by memory, not by Python's recursion limit. It calls each
+node's rule, fits the gradient to its input (broadcasting undone, dtype cast
+back: once, here, for every op), sums fan-out, accumulates into leaves and
+forms deferred weight gradients (:class:`Outer`). Each node frees what it saved
+as soon as its rule has run, unless ``retain_graph=True``.
+
+This module imports nothing of the package: what it needs of a namespace comes
+with the tensors, as their recorder (``t._rec``, see namespace.py): the raw
+backend (``backend``), the recording namespace rules get under
+``create_graph`` (``xp``), ``wrap(array) -> Tensor`` and ``raw(value, what)``.
 """
 
 from __future__ import annotations
@@ -12,16 +20,21 @@ import threading
 from heapq import heappop, heappush
 from itertools import count
 
-from .registry import Op
-
 __all__ = [
     "no_grad",
     "enable_grad",
     "is_grad_enabled",
     "Node",
     "MultiNode",
+    "Meta",
     "Outer",
-    "run_backward",
+    "Pass",
+    "backward",
+    "cotangent",
+    "bump",
+    "share_version",
+    "version_counter",
+    "add_op_name",
 ]
 
 
@@ -96,7 +109,7 @@ class Node:
     __slots__ = ("op", "args", "kwargs", "ans", "edges", "versions", "seq", "__weakref__")
     outs = None  # multi-output nodes (MultiNode): ((shape, dtype), ...) of the outputs
 
-    def __init__(self, op: Op, args, kwargs, ans, edges, versions):
+    def __init__(self, op, args, kwargs, ans, edges, versions):
         self.seq = next_seq()
         self.op = op
         self.args = args
@@ -187,6 +200,359 @@ class Outer:
         return xp.matrix_transpose(a) @ xp.concat([o.b for o in outers], axis=0)
 
 
+# -- version counters: in-place writes -------------------------------------------------
+_MODIFIED = [1]  # a version counter that never matches: marks a saved output as overwritten
+
+
+def version_counter(t):
+    """``t``'s version counter, made on first use: ``[n]``, shared by its views."""
+    c = t._version
+    if c is None:
+        c = t._version = [0]
+    return c
+
+
+def share_version(src, view):
+    """``view`` may alias ``src``: one version counter, so writes through either are
+    seen by nodes that saved the other."""
+    view._version = version_counter(src)
+    view._base = src
+
+
+def bump(t):
+    """Record a write into ``t``'s buffer: nodes that saved it (as an input, by version
+    counter; as their output, found through ``t`` and the tensors it is a view of)
+    will refuse to run."""
+    c = t._version
+    if c is not None:
+        c[0] += 1
+    while t is not None:
+        node = t._node
+        if node is not None and node.ans is not None:
+            node.versions = node.versions + ((_MODIFIED, 0),)
+        t = t._base
+
+
+# -- the backward pass -------------------------------------------------------------------
+def backward(t, grad=None, retain_graph=False, create_graph=False):
+    """``t.backward(grad)``: accumulate d(t)/d(leaf) into ``leaf.grad`` for every leaf."""
+    if not t._rg:
+        raise RuntimeError(
+            "backward: the tensor does not require grad (no input of it requires "
+            "grad, or it was computed under no_grad)"
+        )
+    rec = t._rec
+    B = rec.backend
+    if grad is None:
+        if B.size_of(t.data) != 1:
+            raise RuntimeError(
+                f"backward: grad can be implied only for a scalar, this tensor has "
+                f"shape {t.shape}; pass grad= of that shape"
+            )
+        g = B.ones_like(t.data)
+    else:
+        g = cotangent(rec, grad, t.data, "backward")
+    run = Pass(rec, create_graph)
+    run.handed[id(g)] = g  # the caller's array: never a leaf's grad as it is
+    g = run.lift(g)
+    if t._node is None:
+        run.accumulate_leaf(t, g)
+    elif create_graph:  # as in torch, the recorded backward keeps the graph it uses
+        with enable_grad():
+            run.run([(t._node, t._index)], [g], retain_graph=True)
+    else:
+        run.run([(t._node, t._index)], [g], retain_graph=retain_graph)
+
+
+def cotangent(rec, g, like, what):
+    """``g`` as a raw array of ``like``'s shape (a Tensor, an array or a scalar)."""
+    B = rec.backend
+    g = rec.raw(g, what)
+    if not B.is_array(g):
+        g = B.asarray(g, dtype=like.dtype, device=B.device_of(like))
+    if g.shape != like.shape:
+        raise ValueError(f"{what}: grad has shape {g.shape}, the tensor has {like.shape}")
+    return g
+
+
+class Pass:
+    """One backward pass over raw arrays (``create=False``: rules get the backend) or
+    recorded (``create=True``: rules get the recording namespace and Tensors)."""
+
+    def __init__(self, rec, create: bool):
+        self.rec = rec
+        self.create = create
+        self.xp = rec.xp if create else rec.backend
+        # id -> array (kept alive so ids stay unique): arrays given to leaves as their
+        # grad, and those of them this pass allocated (safe to add into in place).
+        self.handed = {}
+        self.mine = {}
+        self.deferred = {}  # id(leaf) -> (leaf, [Outer, ...]): formed by flush()
+
+    def lift(self, g):
+        """A raw root gradient in this pass's form (a Tensor when recorded)."""
+        return self.rec.wrap(g) if self.create else g
+
+    def run(self, roots, root_grads, retain_graph=False, targets=None):
+        """Pull ``root_grads`` back from ``roots``, a list of ``(node, output index)``.
+
+        Nodes run in decreasing creation order (a max-heap on ``seq``): a node is
+        always created after the nodes it reads, so every consumer of a node has run
+        before it, and no dependency count is needed. Only nodes a gradient reaches
+        are visited.
+
+        Without ``targets`` the gradients of leaves accumulate into ``leaf.grad``.
+        With ``targets`` (a list of nodes) nothing accumulates: the gradient reaching
+        each target is returned, and the graph is not walked beyond them.
+        """
+        stop = set(targets) if targets is not None else ()
+        useful = None
+        if targets is not None:
+            useful = _reaching(_reachable([n for n, _ in roots], stop), stop)
+        buffers = {}
+        heap = []
+        for (node, index), g in zip(roots, root_grads):
+            if node not in buffers:
+                heappush(heap, (-node.seq, node))
+            self._buffer(buffers, node, index, g)
+        captured = {}
+        fit, add, raw, xp = self.fit, self.add, not self.create, self.xp
+        # The next node and its gradient, while it is the only one pending: a chain runs
+        # without the heap or the buffers.
+        nxt = nxt_g = None
+        while True:
+            if nxt is not None:
+                node, g, nxt = nxt, nxt_g, None
+            elif heap:
+                node = heappop(heap)[1]
+                g = buffers.pop(node)
+            else:
+                break
+            if stop and node in stop:
+                captured[node] = g
+                continue
+            if useful is not None and node not in useful:
+                continue
+            op = node.op
+            edges = node.edges
+            if node.versions or node.args is None:
+                _check_node(node)
+            try:
+                if raw and op.elementwise:
+                    # Hot path: element-wise rules on raw arrays, no kwargs, and for one
+                    # argument no broadcasting to undo.
+                    args, ans = node.args, node.ans
+                    rules = op.vjp
+                    if len(edges) == 1:
+                        grads, fitted = (rules[0](xp, g, ans, args[0]),), True
+                    else:
+                        a, b = args
+                        e1, e2 = edges
+                        grads = (
+                            None if e1 is None else rules[0](xp, g, ans, a, b),
+                            None if e2 is None else rules[1](xp, g, ans, a, b),
+                        )
+                        fitted = False
+                else:
+                    if node.outs is not None:
+                        g = self.fill(node, g)
+                    if raw:  # the saved values as they are
+                        ans, args, kwargs = node.ans, node.args, node.kwargs
+                    else:
+                        ans, args, kwargs = self.prepare(node, g)
+                    fitted = False
+                    if op.joint:
+                        if op.needs:
+                            # an edge is None or a (non-empty) 4-tuple
+                            kwargs = dict(kwargs, needs=tuple(map(bool, edges)))
+                        grads = op.vjp(xp, g, ans, *args, **kwargs)
+                    else:
+                        rules = op.vjp
+                        grads = [
+                            None if e is None else rules[i](xp, g, ans, *args, **kwargs)
+                            for i, e in enumerate(edges)
+                        ]
+            except Exception as exc:
+                _add_context(exc, f"in the VJP rule of '{op.name}'")
+                raise
+            if not retain_graph:
+                node.args = node.kwargs = node.ans = None
+                node.versions = ()
+            args = ans = None  # saved values die here, not with the next node
+            i = -1
+            for e in edges:
+                i += 1
+                if e is None:
+                    continue
+                gi = grads[i]
+                if gi is None:
+                    continue
+                parent, index, shape, dtype = e
+                if type(gi) is Outer:
+                    if parent is None and gi.shape == shape and gi.dtype == dtype:
+                        if targets is None:  # a leaf: summed with its other steps at the end
+                            self.defer(index, gi)
+                        continue
+                    gi = gi.value(xp)
+                if not fitted and (gi.shape != shape or gi.dtype != dtype):
+                    gi = fit(gi, shape, dtype)
+                if parent is None:
+                    if targets is None:
+                        self.accumulate_leaf(index, gi)
+                elif parent is nxt:
+                    nxt_g = add(nxt_g, gi)
+                elif parent.outs is None:
+                    old = buffers.get(parent)
+                    if old is not None:
+                        buffers[parent] = add(old, gi)
+                    elif nxt is None and not heap:
+                        nxt, nxt_g = parent, gi
+                    else:
+                        if nxt is not None:  # two pending now: back to the heap
+                            buffers[nxt] = nxt_g
+                            heappush(heap, (-nxt.seq, nxt))
+                            nxt = None
+                        buffers[parent] = gi
+                        heappush(heap, (-parent.seq, parent))
+                else:
+                    if nxt is not None:
+                        buffers[nxt] = nxt_g
+                        heappush(heap, (-nxt.seq, nxt))
+                        nxt = None
+                    if parent not in buffers:
+                        heappush(heap, (-parent.seq, parent))
+                    self._buffer(buffers, parent, index, gi)
+        self.flush()
+        if targets is not None:
+            return [captured.get(t) for t in targets]
+        return None
+
+    def _buffer(self, buffers, node, index, g):
+        """Add ``g`` to the pending gradient of output ``index`` of ``node``."""
+        if node.outs is None:
+            old = buffers.get(node)
+            buffers[node] = g if old is None else self.add(old, g)
+            return
+        slots = buffers.get(node)
+        if slots is None:
+            slots = buffers[node] = [None] * len(node.outs)
+        slots[index] = g if slots[index] is None else self.add(slots[index], g)
+
+    @staticmethod
+    def add(a, b):
+        return a + b
+
+    def fit(self, g, shape, dtype):
+        """Undo broadcasting (sum back to ``shape``) and cast to the input's dtype."""
+        xp = self.xp
+        if g.shape != shape:
+            lead = g.ndim - len(shape)
+            if lead > 0:
+                g = xp.sum(g, axis=tuple(range(lead)))
+            if g.ndim == len(shape):
+                axes = tuple(i for i, (a, b) in enumerate(zip(g.shape, shape)) if b == 1 and a != 1)
+                if axes:
+                    g = xp.sum(g, axis=axes, keepdims=True)
+            if g.shape != shape:
+                g = xp.broadcast_to(g, shape)
+        if g.dtype != dtype:
+            g = xp.astype(g, dtype)
+        return g
+
+    def accumulate_leaf(self, leaf, g):
+        """``leaf.grad += g``, into a buffer that belongs to the leaf alone."""
+        rec = self.rec
+        if self.create:
+            leaf.grad = g if leaf.grad is None else rec.xp.add(leaf.grad, g)
+            return
+        B = rec.backend
+        if leaf.grad is None:
+            # One gradient array can reach two leaves (x + y): each gets its own buffer.
+            g = B.asarray(g, copy=True) if id(g) in self.handed else B.own(g)
+            # Not "mine": a rule's result may still be pending for another node, or be a
+            # factor of a deferred Outer; only a sum made below is added into in place.
+            self.handed[id(g)] = g
+            leaf.grad = rec.wrap(g)
+            return
+        d = leaf.grad.data
+        if id(d) in self.mine and d.shape == g.shape and d.dtype == g.dtype:
+            d += g  # a buffer of this pass: accumulate without a new array
+            bump(leaf.grad)
+        else:
+            d = d + g
+            if not B.is_array(d):  # 0-d numpy sums are scalars
+                d = B.asarray(d)
+            self.handed[id(d)] = self.mine[id(d)] = d
+            leaf.grad = rec.wrap(d)
+
+    def defer(self, leaf, g):
+        """Keep a leaf's gradient given as factors (an Outer) for flush()."""
+        entry = self.deferred.get(id(leaf))
+        if entry is None:
+            entry = self.deferred[id(leaf)] = (leaf, [])
+        entry[1].append(g)
+
+    def flush(self):
+        """Accumulate the deferred gradients: one matmul per leaf over all its factors."""
+        if self.deferred:
+            # Leaves whose factors start alike (a weight and its bias) one after the
+            # other, each list let go once used: a step's factors are freed as soon as
+            # every product over them is formed.
+            entries = sorted(self.deferred.values(), key=lambda e: id(e[1][0].a))
+            self.deferred = {}
+            stacked = {}
+            while entries:
+                leaf, outers = entries.pop()
+                self.accumulate_leaf(leaf, Outer.total(self.xp, outers, stacked))
+
+    def prepare(self, node, gs):
+        """(ans, args, kwargs) for the node's rule when recorded: the saved arrays as
+        Tensors linked into the graph, and the residuals recomputed from them."""
+        rec = self.rec
+        wrap = rec.wrap
+        args = list(node.args)
+        edges = node.edges
+        for i, a in enumerate(args):
+            e = edges[i]
+            if a is None:  # not saved (nodes made outside the recorder)
+                if e is not None:
+                    g0 = gs if node.outs is None else next(x for x in gs if x is not None)
+                    args[i] = Meta(e[2], e[3], rec.backend.device_of(g0.data))
+            elif e is not None and not isinstance(a, Meta):
+                args[i] = e[1] if e[0] is None else _with_node(wrap(a), e[0], e[1])
+            elif rec.backend.is_array(a):
+                args[i] = wrap(a)
+        kwargs = {k: wrap(v) if rec.backend.is_array(v) else v for k, v in node.kwargs.items()}
+        op = node.op
+        if op.residuals is not None:
+            # recomputed in the graph, so that higher derivatives flow through them
+            return op.residuals(self.xp, *args, **kwargs), args, kwargs
+        ans = node.ans
+        if ans is not None:
+            if node.outs is None:
+                ans = _with_node(wrap(ans), node, 0)
+            else:
+                ans = tuple(_with_node(wrap(a), node, i) for i, a in enumerate(ans))
+        return ans, args, kwargs
+
+    def fill(self, node, gs):
+        """Zeros for the outputs of a multi-output node that got no gradient."""
+        xp = self.xp
+        g0 = next(g for g in gs if g is not None)
+        device = self.rec.backend.device_of(g0.data if self.create else g0)
+        return tuple(
+            xp.zeros(shape, dtype=dtype, device=device) if g is None else g
+            for g, (shape, dtype) in zip(gs, node.outs)
+        )
+
+
+def _with_node(t, node, index):
+    t._node = node
+    t._index = index
+    t._rg = True
+    return t
+
+
 def _reachable(roots, stop):
     """Every node reachable from ``roots`` (not walking past ``stop``), without recursion."""
     seen = dict.fromkeys(roots)
@@ -221,153 +587,6 @@ def _reaching(nodes, targets):
     return good
 
 
-def run_backward(roots, root_grads, glue, retain_graph=False, create_graph=False, targets=None):
-    """Pull ``root_grads`` back from ``roots``, a list of ``(node, output index)``.
-
-    Nodes run in decreasing creation order (a max-heap on ``seq``): a node is
-    always created after the nodes it reads, so every consumer of a node has run
-    before it, and no dependency count is needed. Only nodes a gradient reaches
-    are visited.
-
-    Without ``targets`` the gradients of leaves accumulate into ``leaf.grad``.
-    With ``targets`` (a list of nodes) nothing accumulates: the gradient reaching
-    each target is returned, and the graph is not walked beyond them.
-    ``glue`` adapts values between raw arrays and Tensors (see namespace.py).
-    """
-    stop = set(targets) if targets is not None else ()
-    useful = None
-    if targets is not None:
-        useful = _reaching(_reachable([n for n, _ in roots], stop), stop)
-    buffers = {}
-    heap = []
-    for (node, index), g in zip(roots, root_grads):
-        if node not in buffers:
-            heappush(heap, (-node.seq, node))
-        _accumulate(buffers, node, index, g, glue)
-    captured = {}
-    fit, add, raw, xp = glue.fit, glue.add, not create_graph, glue.xp
-    # The next node and its gradient, while it is the only one pending: a chain runs
-    # without the heap or the buffers.
-    nxt = nxt_g = None
-    while True:
-        if nxt is not None:
-            node, g, nxt = nxt, nxt_g, None
-        elif heap:
-            node = heappop(heap)[1]
-            g = buffers.pop(node)
-        else:
-            break
-        if stop and node in stop:
-            captured[node] = g
-            continue
-        if useful is not None and node not in useful:
-            continue
-        op = node.op
-        edges = node.edges
-        if node.versions or node.args is None:
-            _check_node(node)
-        try:
-            if raw and op.elementwise:
-                # Hot path: element-wise rules on raw arrays, no kwargs, and for one
-                # argument no broadcasting to undo.
-                args, ans = node.args, node.ans
-                rules = op.vjp
-                if len(edges) == 1:
-                    grads, fitted = (rules[0](xp, g, ans, args[0]),), True
-                else:
-                    a, b = args
-                    e1, e2 = edges
-                    grads = (
-                        None if e1 is None else rules[0](xp, g, ans, a, b),
-                        None if e2 is None else rules[1](xp, g, ans, a, b),
-                    )
-                    fitted = False
-            else:
-                if raw:
-                    if node.outs is not None:
-                        g = glue.fill(node, g)
-                    rxp, ans, args, kwargs = xp, node.ans, node.args, node.kwargs
-                else:
-                    rxp, g, ans, args, kwargs = glue.prepare(node, g)
-                fitted = False
-                if op.joint:
-                    if op.needs:
-                        # an edge is None or a (non-empty) 4-tuple
-                        kwargs = dict(kwargs, needs=tuple(map(bool, edges)))
-                    grads = op.vjp(rxp, g, ans, *args, **kwargs)
-                else:
-                    rules = op.vjp
-                    grads = [
-                        None if e is None else rules[i](rxp, g, ans, *args, **kwargs)
-                        for i, e in enumerate(edges)
-                    ]
-        except Exception as exc:
-            _add_context(exc, f"in the VJP rule of '{op.name}'")
-            raise
-        if not retain_graph:
-            node.args = node.kwargs = node.ans = None
-            node.versions = ()
-        args = ans = None  # saved values die here, not with the next node
-        i = -1
-        for e in edges:
-            i += 1
-            if e is None:
-                continue
-            gi = grads[i]
-            if gi is None:
-                continue
-            parent, index, shape, dtype = e
-            if type(gi) is Outer:
-                if parent is None and gi.shape == shape and gi.dtype == dtype:
-                    if targets is None:  # a leaf: summed with its other steps at the end
-                        glue.defer(index, gi)
-                    continue
-                gi = gi.value(xp)
-            if not fitted and (gi.shape != shape or gi.dtype != dtype):
-                gi = fit(gi, shape, dtype)
-            if parent is None:
-                if targets is None:
-                    glue.accumulate_leaf(index, gi)
-            elif parent is nxt:
-                nxt_g = add(nxt_g, gi)
-            elif parent.outs is None:
-                old = buffers.get(parent)
-                if old is not None:
-                    buffers[parent] = add(old, gi)
-                elif nxt is None and not heap:
-                    nxt, nxt_g = parent, gi
-                else:
-                    if nxt is not None:  # two pending now: back to the heap
-                        buffers[nxt] = nxt_g
-                        heappush(heap, (-nxt.seq, nxt))
-                        nxt = None
-                    buffers[parent] = gi
-                    heappush(heap, (-parent.seq, parent))
-            else:
-                if nxt is not None:
-                    buffers[nxt] = nxt_g
-                    heappush(heap, (-nxt.seq, nxt))
-                    nxt = None
-                if parent not in buffers:
-                    heappush(heap, (-parent.seq, parent))
-                _accumulate(buffers, parent, index, gi, glue)
-    glue.flush()
-    if targets is not None:
-        return [captured.get(t) for t in targets]
-    return None
-
-
-def _accumulate(buffers, node, index, g, glue):
-    if node.outs is None:
-        old = buffers.get(node)
-        buffers[node] = g if old is None else glue.add(old, g)
-        return
-    slots = buffers.get(node)
-    if slots is None:
-        slots = buffers[node] = [None] * len(node.outs)
-    slots[index] = g if slots[index] is None else glue.add(slots[index], g)
-
-
 def _check_node(node):
     if node.args is None:
         raise RuntimeError(
@@ -387,3 +606,16 @@ def _check_node(node):
 def _add_context(exc, text):
     if exc.args and isinstance(exc.args[0], str) and text not in exc.args[0]:
         exc.args = (f"{exc.args[0]} ({text})",) + exc.args[1:]
+
+
+def add_op_name(exc, name):
+    """Prefix the backend's error message with the op's name (same error type)."""
+    msg = exc.args[0] if exc.args else None
+    if isinstance(msg, str):
+        if not msg.startswith(f"{name}:"):
+            exc.args = (f"{name}: {msg}",) + exc.args[1:]
+    elif hasattr(exc, "_msg"):  # numpy's AxisError formats its message from attributes
+        if not str(exc).startswith(f"{name}:"):
+            exc._msg = name if exc._msg is None else f"{name}: {exc._msg}"
+    elif not exc.args:
+        exc.args = (f"{name}: failed",)

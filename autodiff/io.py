@@ -35,41 +35,12 @@ _META = "__autodiff_meta__"
 
 
 def to_host(x):
-    """A numpy array with the values of ``x`` (any backend's array or a Tensor), on the host.
-
-    NumPy arrays come back as they are; other arrays may share memory with the
-    result when they already live in host memory (DLPack). Raises ``TypeError``
-    when no route to the host works.
-    """
-    import numpy as np
-
+    """A numpy array with the values of ``x`` (any backend's array or a Tensor), on the host
+    (see ``autodiff.backends.to_host``)."""
+    from . import backends
     from .tensor import Tensor
 
-    if isinstance(x, Tensor):
-        x = x.data
-    if isinstance(x, np.ndarray):
-        return x
-    if isinstance(x, np.generic):
-        return np.asarray(x)
-    module = type(x).__module__ or ""
-    errors = []
-    if module.startswith("cupy"):
-        return x.get()
-    if module.startswith("torch"):
-        try:
-            return x.detach().cpu().numpy()
-        except Exception as exc:  # e.g. bfloat16: try DLPack below
-            errors.append(exc)
-    for convert in (np.from_dlpack, np.asarray):
-        try:
-            out = convert(x)
-        except Exception as exc:
-            errors.append(exc)
-            continue
-        if out.dtype != object:  # np.asarray wraps anything unknown in an object array
-            return out
-    detail = "; ".join(f"{type(e).__name__}: {e}" for e in errors) or "no conversion applies"
-    raise TypeError(f"to_host: can't copy a {type(x).__name__} to a numpy array ({detail})")
+    return backends.to_host(x.data if isinstance(x, Tensor) else x)
 
 
 # -- save ---------------------------------------------------------------------------------------
@@ -186,7 +157,7 @@ def _encode(x, where, arrays, info, active):
     if isinstance(x, Tensor):
         node["tensor"] = True
         # A computed tensor comes back as a constant: its history is not saved.
-        node["requires_grad"] = bool(x.requires_grad and x._node is None)
+        node["requires_grad"] = bool(x.requires_grad and x.is_leaf)
         raw = x.data
     elif isinstance(x, np.generic):
         node["scalar"] = True

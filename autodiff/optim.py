@@ -26,7 +26,8 @@ import math
 import numbers
 import types
 
-from .graph import enable_grad
+from .graph import bump, enable_grad
+from .namespace import recorder_of
 from .tensor import Tensor
 
 __all__ = [
@@ -153,10 +154,10 @@ class Optimizer:
                     p.grad = None
                 elif g.is_leaf:
                     g.data[...] = 0  # in place: code holding the grad buffer sees zeros
-                    g._ops._bump(g)
+                    bump(g)
                 else:  # a grad with history (create_graph=True): cut it, as torch does
-                    B = p._ops._B
-                    p.grad = p._ops._wrap(B.zeros_like(g.data))
+                    rec = recorder_of(p)
+                    p.grad = rec.wrap(rec.backend.zeros_like(g.data))
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient (others are skipped).
@@ -181,7 +182,7 @@ class Optimizer:
                 # The update returns the new buffer: the same object wherever the
                 # backend has in-place operators, a new one where arrays are immutable.
                 p.data = self._update(p, g, group, self.state.setdefault(p, {}))
-                p._ops._bump(p)
+                bump(p)
         return loss
 
     def _update(self, p, g, group, state):  # pragma: no cover - abstract
@@ -207,7 +208,7 @@ class Optimizer:
         state = {}
         for p, s in self.state.items():
             if id(p) in index and s:
-                B = p._ops._B
+                B = recorder_of(p).backend
                 state[index[id(p)]] = {
                     k: (B.asarray(v, copy=True) if _is_array(v) else v) for k, v in s.items()
                 }
@@ -238,7 +239,7 @@ class Optimizer:
             p = by_index.get(idx)
             if p is None:
                 raise ValueError(f"{name}: state of parameter {idx}, which no group lists")
-            B = p._ops._B
+            B = recorder_of(p).backend
             device = B.device_of(p.data)
             restored = {}
             for key, value in entry.items():
@@ -316,7 +317,7 @@ class SGD(Optimizer):
         if momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = p._ops._B.asarray(g, copy=True)
+                buf = state["momentum_buffer"] = recorder_of(p).backend.asarray(g, copy=True)
             else:
                 buf *= momentum
                 damp = 1 - group["dampening"]
@@ -376,7 +377,7 @@ class Adam(Optimizer):
         self._require(wd >= 0, f"weight_decay must be >= 0, got {wd}")
 
     def _update(self, p, g, group, state):
-        B = p._ops._B
+        B = recorder_of(p).backend
         d = p.data
         lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
@@ -467,11 +468,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         raise ValueError("clip_grad_norm_: got no parameters")
     norm_type = float(norm_type)
     grads = [p.grad for p in params if p.grad is not None]
-    ops = params[0]._ops
-    B = ops._B
+    rec = recorder_of(params[0])
+    B = rec.backend
     if not grads:
         p = params[0].data
-        return ops._wrap(B.zeros((), dtype=p.dtype, device=B.device_of(p)))
+        return rec.wrap(B.zeros((), dtype=p.dtype, device=B.device_of(p)))
     norms = [B.asarray(B.linalg.vector_norm(g.data, ord=norm_type)) for g in grads]
     total = B.linalg.vector_norm(B.stack(norms), ord=norm_type)
     total = B.asarray(total)  # numpy gives a scalar for a 0-d result
@@ -484,8 +485,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     for g in grads:
         c = coef if coef.dtype == g.data.dtype else B.astype(coef, g.data.dtype)
         g.data *= c
-        g._ops._bump(g)
-    return ops._wrap(total)
+        bump(g)
+    return rec.wrap(total)
 
 
 # -- learning-rate schedules ---------------------------------------------------

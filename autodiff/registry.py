@@ -1,25 +1,35 @@
-"""One table of ops: name -> forward, VJP rule, metadata.
+"""One table of ops: name -> forward, rules, metadata.
 
 Every function of a wrapped namespace that takes arrays is an :class:`Op` here.
 The namespace (``Autodiff(xp)``), the gradcheck specs and the docs are built
-from this table; nothing else lists ops.
+from this table; nothing else lists ops. The table is filled by the modules
+that define rules (``autodiff/vjps/``, ``autodiff/nn/``), which the package
+imports; this module imports none of them.
 
-A VJP rule has the signature ``rule(xp, g, ans, *args, **kwargs)``: ``xp`` is
-the namespace to compute with, ``g`` the cotangent of the output, ``ans`` the
-output and ``args``/``kwargs`` the op's own arguments. During a plain backward
-pass they are raw backend arrays and ``xp`` is the backend; under
-``create_graph=True`` they are Tensors and ``xp`` is the differentiable
-namespace, so the same rule gives higher derivatives. Rules never undo
-broadcasting or cast dtypes: the graph does that once for every op.
+A VJP rule has the signature ``rule(xp, g, ans, *args, **kwargs)``: ``g`` is
+the cotangent of the output, ``ans`` the output (or the forward's residuals)
+and ``args``/``kwargs`` the op's own arguments. ``xp`` says how it is run:
+
+- a plain backward pass gives the raw backend (``xp.records`` is False) and raw
+  arrays;
+- ``backward(create_graph=True)`` gives the recording namespace
+  (``xp.records`` is True) and Tensors, so that what the rule computes is
+  itself recorded and differentiates again.
+
+Both offer the standard's functions and the kernels of ``autodiff/backends``
+(under recording, differentiable versions of them), so one rule serves both.
+Rules never undo broadcasting or cast dtypes: the backward pass does that once
+for every op. Forward-mode (JVP) and batching rules, when they come, are
+registered beside ``vjp`` in this same table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Op", "defop", "ops", "get"]
+__all__ = ["Op", "defop", "ops", "get", "DIFF", "CONST", "MISSING"]
 
 # Kinds of op: how the graph treats a call whose inputs require grad.
 DIFF = "diff"  # has a VJP rule
@@ -29,36 +39,43 @@ MISSING = "missing"  # no rule yet: raises NotImplementedError at call time
 
 @dataclass(eq=False)
 class Op:
-    """A registered op: its forward, its VJP rule and metadata."""
+    """A registered op: its forward, its VJP rule and what the engine must know of it."""
 
     name: str
+    """The standard's name ("sum", "linalg.solve"), or "nn.<name>" for extension ops."""
     chapter: str
+    """The chapter of the spec (or nn family) it belongs to: the docs group by it."""
     kind: str = DIFF
+    """DIFF, CONST or MISSING (see above)."""
     vjp: tuple | Callable | None = None
-    """Per positional argument a rule (or None), or one joint rule returning a tuple."""
+    """Per positional argument a rule (or None: no gradient), or one joint rule
+    returning a tuple (when the arguments' gradients share work)."""
     impl: Callable | None = None
     """``impl(B) -> raw function``; default: the backend's function of the same name."""
     public: Callable | None = None
-    """``public(f) -> function`` with the standard's signature, when it differs."""
+    """``public(f, rec) -> function`` taking the standard's arguments, when the recorded
+    call lays them out otherwise (``concat(arrays)`` recorded as ``concat(*arrays)``);
+    ``rec`` is the namespace's Recorder."""
     needs: bool = False
     """A joint rule that takes ``needs=`` (per argument: whether its gradient is
     wanted), so it can skip work for arguments that need none."""
-    residuals: bool = False
-    """The forward (``impl``) returns ``(out, residuals)``: values its rule would
-    otherwise recompute (gates, attention weights). The rule gets them as ``ans``;
-    under ``create_graph`` it gets None and recomputes, so that second derivatives
-    flow through them."""
+    residuals: Callable | None = None
+    """The forward returns ``(out, residuals)``: values its rule reads that it would
+    otherwise recompute (gates, attention weights); the rule gets them as ``ans``.
+    Under ``create_graph`` they are recomputed instead, by
+    ``residuals(xp, *args, **kwargs)`` on the recording namespace, so that second
+    derivatives flow through them (the op's ``saves`` must cover what this reads)."""
     lean: Callable | None = None
     """``lean(B) -> raw function``: the forward of a ``residuals`` op without them, for
     calls that record nothing (no input needs a gradient, or under no_grad), where
     making the residuals would be work thrown away."""
     saves: tuple | None = None
-    """Positions of the arguments whose values the rule reads (None: all)."""
+    """Positions of the arguments whose values the rules read (None: all), or one
+    tuple per argument (what its rule reads): nothing else is kept alive."""
     saves_ans: bool = False
+    """The rules read the output: it is kept (and guarded against in-place writes)."""
     view: bool = False
-    """Output may alias the input (in-place writes through it are refused)."""
-    nout: int = 1
-    """Number of array outputs; 0 means a variable-length tuple or list."""
+    """The output may alias the input: one version counter for both."""
     domain: tuple | None = None
     """Open interval of real inputs where the op is differentiable (for specs)."""
     twice: bool = True
@@ -67,9 +84,10 @@ class Op:
     """A binary op called with one tensor twice is recorded as this unary op
     (``x * x`` as ``square``: one rule pass instead of two and a sum)."""
     style: str = "generic"
-    """Wrapper shape: "unary"/"binary" (element-wise fast paths), "creation", "generic"."""
+    """The wrapper that records it: "unary"/"binary" (element-wise, no argument
+    loop: they dominate small-array code), "creation" (``requires_grad=``), "generic"."""
     doc: str = ""
-    meta: dict = field(default_factory=dict)
+    """The docstring of the namespace's function (default: the backend's)."""
 
     def __post_init__(self):
         self.joint = callable(self.vjp)
@@ -87,31 +105,25 @@ class Op:
 _TABLE: dict[str, Op] = {}
 
 
-def defop(name: str, *rules: Any, chapter: str, **meta: Any) -> Op:
+def defop(name: str, *rules: Any, chapter: str, **fields: Any) -> Op:
     """Register op ``name``; ``rules`` are per-argument VJP rules, or one joint rule
     passed as ``vjp=``."""
     if name in _TABLE:
         raise ValueError(f"op {name!r} is registered twice")
     if rules:
-        meta.setdefault("vjp", rules)
-    if "kind" not in meta:
-        meta["kind"] = DIFF if meta.get("vjp") is not None else CONST
-    op = Op(name=name, chapter=chapter, **meta)
+        fields.setdefault("vjp", rules)
+    if "kind" not in fields:
+        fields["kind"] = DIFF if fields.get("vjp") is not None else CONST
+    op = Op(name=name, chapter=chapter, **fields)
     _TABLE[name] = op
     return op
 
 
 def ops() -> dict[str, Op]:
     """Every registered op, by name."""
-    _load()
     return dict(_TABLE)
 
 
 def get(name: str) -> Op:
-    _load()
+    """The op registered as ``name`` (KeyError if none)."""
     return _TABLE[name]
-
-
-def _load():
-    from . import vjps  # noqa: F401  (registers the standard's rules)
-    from .nn import functional  # noqa: F401  (registers the extension ops)

@@ -2,11 +2,19 @@
 
 Each wrapped namespace has its own subclass of :class:`Tensor` (made by
 ``Autodiff(xp)``), whose operators are the namespace's functions: ``a + b``
-costs one call of ``add`` and nothing more. Users never construct a Tensor;
-creation functions and ops return them.
+costs one call of ``add`` and nothing more; ``x[key] = v`` and ``a += b`` are
+bound there too (see inplace.py). Users never construct a Tensor; creation
+functions and ops return them.
+
+Slots: ``data`` (the backend array), ``grad``, and for the engine ``_node`` and
+``_index`` (the node and output that made it; None for a leaf), ``_rg``
+(requires grad), ``_version`` (a version counter shared with its views, made on
+first use) and ``_base`` (the tensor it is a view of).
 """
 
 from __future__ import annotations
+
+from . import graph
 
 __all__ = ["Tensor"]
 
@@ -19,7 +27,7 @@ class Tensor:
     __array_ufunc__ = None
     __array_priority__ = 1000
     _ns = None  # the public namespace; set on each subclass
-    _ops = None  # every registered op, wrapped (the namespace VJP rules see)
+    _rec = None  # its recorder (namespace.Recorder): backend, recording namespace, wrap
 
     def __new__(cls, *args, **kwargs):
         raise TypeError(
@@ -38,7 +46,7 @@ class Tensor:
 
     @property
     def device(self):
-        return self._ops._B.device_of(self.data)
+        return self._rec.backend.device_of(self.data)
 
     @property
     def ndim(self):
@@ -46,23 +54,23 @@ class Tensor:
 
     @property
     def size(self):
-        return self._ops._B.size_of(self.data)
+        return self._rec.backend.size_of(self.data)
 
     @property
     def T(self):
         if self.ndim != 2:
             raise ValueError(f"T: the array must be 2-D, got {self.ndim}-D (use .mT)")
-        return self._ops.permute_dims(self, (1, 0))
+        return self._rec.xp.permute_dims(self, (1, 0))
 
     @property
     def mT(self):
-        return self._ops.matrix_transpose(self)
+        return self._rec.xp.matrix_transpose(self)
 
     def __array_namespace__(self, *, api_version=None):
         return self._ns
 
     def to_device(self, device, /, *, stream=None):
-        return self._ops.to_device(self, device, stream=stream)
+        return self._rec.xp.to_device(self, device, stream=stream)
 
     def __dlpack__(self, **kwargs):
         return self.data.__dlpack__(**kwargs)
@@ -102,7 +110,7 @@ class Tensor:
         d = self.data
         if hasattr(d, "item"):
             return d.item()
-        B = self._ops._B
+        B = self._rec.backend
         x = B.reshape(d, ())
         if B.isdtype(d.dtype, "bool"):
             return bool(x)
@@ -125,7 +133,7 @@ class Tensor:
                 "to make a leaf from a computed one"
             )
         if value:
-            self._ops._B.check_differentiable(self.data.dtype, "requires_grad")
+            self._rec.backend.check_differentiable(self.data.dtype, "requires_grad")
         self._rg = bool(value)
 
     @property
@@ -140,61 +148,13 @@ class Tensor:
     def detach(self):
         """The same values, cut from the graph (shares memory, and the version
         counter: an in-place change through it is seen by nodes that saved self)."""
-        t = self._ops._wrap(self.data)
-        if self._version is None:
-            self._version = [0]
-        t._version = self._version
+        t = self._rec.wrap(self.data)
+        t._version = graph.version_counter(self)
         return t
 
     def backward(self, grad=None, *, retain_graph=False, create_graph=False):
         """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf it depends on."""
-        self._ops._backward(self, grad, retain_graph, create_graph)
-
-    # -- in-place operators: mutate the data and move this tensor onto a new node
-    def __setitem__(self, key, value, /):
-        self._ops._setitem(self, key, value)
-
-    def _inplace(self, name, other):
-        return self._ops._inplace(self, name, other)
-
-    def __iadd__(self, other, /):
-        return self._ops._inplace(self, "add", other)
-
-    def __isub__(self, other, /):
-        return self._ops._inplace(self, "subtract", other)
-
-    def __imul__(self, other, /):
-        return self._ops._inplace(self, "multiply", other)
-
-    def __itruediv__(self, other, /):
-        return self._ops._inplace(self, "divide", other)
-
-    def __ifloordiv__(self, other, /):
-        return self._ops._inplace(self, "floor_divide", other)
-
-    def __imod__(self, other, /):
-        return self._ops._inplace(self, "remainder", other)
-
-    def __ipow__(self, other, /):
-        return self._ops._inplace(self, "pow", other)
-
-    def __imatmul__(self, other, /):
-        return self._ops._inplace(self, "matmul", other)
-
-    def __iand__(self, other, /):
-        return self._ops._inplace(self, "bitwise_and", other)
-
-    def __ior__(self, other, /):
-        return self._ops._inplace(self, "bitwise_or", other)
-
-    def __ixor__(self, other, /):
-        return self._ops._inplace(self, "bitwise_xor", other)
-
-    def __ilshift__(self, other, /):
-        return self._ops._inplace(self, "bitwise_left_shift", other)
-
-    def __irshift__(self, other, /):
-        return self._ops._inplace(self, "bitwise_right_shift", other)
+        graph.backward(self, grad, retain_graph, create_graph)
 
     def __repr__(self):
         """Values, dtype, device and the op that made it, as torch prints a tensor."""
@@ -202,7 +162,7 @@ class Tensor:
         try:
             import numpy as np
 
-            from .io import to_host
+            from .backends import to_host
 
             # array2string honours np.set_printoptions and summarizes big arrays; a
             # non-numpy array is copied to the host for display only.
@@ -263,6 +223,22 @@ REFLECTED_OPERATORS = {
     "__rxor__": "bitwise_xor",
     "__rlshift__": "bitwise_left_shift",
     "__rrshift__": "bitwise_right_shift",
+}
+# In-place operators: the tensor moves onto a new node (see inplace.py).
+INPLACE_OPERATORS = {
+    "__iadd__": "add",
+    "__isub__": "subtract",
+    "__imul__": "multiply",
+    "__itruediv__": "divide",
+    "__ifloordiv__": "floor_divide",
+    "__imod__": "remainder",
+    "__ipow__": "pow",
+    "__imatmul__": "matmul",
+    "__iand__": "bitwise_and",
+    "__ior__": "bitwise_or",
+    "__ixor__": "bitwise_xor",
+    "__ilshift__": "bitwise_left_shift",
+    "__irshift__": "bitwise_right_shift",
 }
 UNARY_OPERATORS = {
     "__neg__": "negative",

@@ -12,40 +12,27 @@ from __future__ import annotations
 import functools
 
 from . import graph
-from .graph import Node, mode, run_backward
+from .graph import Node, Pass, mode
+from .namespace import recorder_of
 from .registry import Op
 from .tensor import Tensor
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "custom_vjp"]
 
 
-def _ops_of(x):
-    if isinstance(x, Tensor):
-        return x._ops
-    import array_api_compat
-
-    from .namespace import Autodiff
-
-    try:
-        xp = array_api_compat.array_namespace(x)
-    except TypeError as exc:
-        raise TypeError(f"expected an array or a Tensor, got {type(x).__name__}") from exc
-    return Autodiff(xp).asarray(x)._ops
-
-
 def _variable(x, what):
     """A fresh node standing for ``x``: the gradient is read where it arrives."""
-    ops = _ops_of(x)
-    t = x if isinstance(x, Tensor) else ops._wrap(x)
-    ops._B.check_differentiable(t.dtype, what)
+    rec = recorder_of(x)
+    t = x if isinstance(x, Tensor) else rec.wrap(x)
+    rec.backend.check_differentiable(t.dtype, what)
     node = Node(_IDENTITY, (None,), {}, None, (_edge(t),), ())
-    v = ops._wrap(t.data)
+    v = rec.wrap(t.data)
     v._node = node
     v._rg = True
     return v, node
 
 
-def _lift_constants(args, nums, ops):
+def _lift_constants(args, nums, rec):
     """Wrap the raw arrays among the other arguments too, as constants of the same
     namespace, so ``array_namespace(*args)`` inside ``f`` sees one namespace."""
     import array_api_compat
@@ -53,8 +40,8 @@ def _lift_constants(args, nums, ops):
     out = list(args)
     for i, a in enumerate(args):
         if i not in nums and not isinstance(a, Tensor) and array_api_compat.is_array_api_obj(a):
-            if not isinstance(a, (int, float, complex, bool)) and ops._B.is_array(a):
-                out[i] = ops._wrap(a)
+            if not isinstance(a, (int, float, complex, bool)) and rec.backend.is_array(a):
+                out[i] = rec.wrap(a)
     return out
 
 
@@ -71,40 +58,39 @@ _IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=(
 def _gradients(out, variables, nodes, cotangent=None, retain_graph=False, record=False):
     """d(out)/d(variables) as Tensors; recorded if any variable stands for a
     Tensor that requires grad (so the result can be differentiated again)."""
-    ops = out._ops
+    rec = out._rec
+    B = rec.backend
     # A cotangent that requires grad (jvp's transposition) must be recorded too.
     traced = cotangent if isinstance(cotangent, Tensor) and cotangent._rg else None
     create = (
         record or traced is not None or any(n.edges[0] is not None for n in nodes)
     ) and mode.enabled
     if cotangent is None:
-        if ops._B.size_of(out.data) != 1:
+        if B.size_of(out.data) != 1:
             raise ValueError(
                 f"grad: the function must return a scalar, it returned shape {out.shape}"
             )
-        g = ops._B.ones_like(out.data)
+        g = B.ones_like(out.data)
     else:
-        g = ops._as_raw(cotangent, out.data, "vjp")
+        g = graph.cotangent(rec, cotangent, out.data, "vjp")
     if not out._rg:
-        return [ops._wrap(ops._B.zeros_like(v.data)) for v in variables]
-    glue = ops.tensor_glue if create else ops.raw_glue
+        return [rec.wrap(B.zeros_like(v.data)) for v in variables]
+    run = Pass(rec, create)
     with graph.enable_grad() if create else graph.no_grad():
-        grads = run_backward(
+        grads = run.run(
             [(out._node, out._index)] if out._node is not None else [],
-            [traced if create and traced is not None else glue.lift(g)]
+            [traced if create and traced is not None else run.lift(g)]
             if out._node is not None
             else [],
-            glue,
             retain_graph=retain_graph or create,
-            create_graph=create,
             targets=nodes,
         )
     result = []
     for v, gr in zip(variables, grads):
         if gr is None:
-            gr = ops._B.zeros_like(v.data)
+            gr = B.zeros_like(v.data)
         if not isinstance(gr, Tensor):
-            gr = ops._wrap_out(gr)  # numpy returns scalars from 0-d arithmetic
+            gr = rec.wrap_out(gr)  # numpy returns scalars from 0-d arithmetic
         result.append(gr)
     return result
 
@@ -125,7 +111,7 @@ def _differentiate(args, argnums, what):
         args[i] = v
         variables.append(v)
         nodes.append(node)
-    return _lift_constants(args, nums, variables[0]._ops), variables, nodes
+    return _lift_constants(args, nums, variables[0]._rec), variables, nodes
 
 
 def value_and_grad(f, argnums=0, has_aux=False):
@@ -182,13 +168,13 @@ def jvp(f, primals, tangents):
     if len(primals) != len(tangents):
         raise ValueError("jvp: primals and tangents must have the same length")
     out, vjp_fn = vjp(f, *primals)
-    ops = out._ops
-    u, unode = _variable(ops._wrap(ops._B.zeros_like(out.data)), "jvp")
+    rec = out._rec
+    u, unode = _variable(rec.wrap(rec.backend.zeros_like(out.data)), "jvp")
     cts = vjp_fn(u)
     total = None
     for c, t in zip(cts, tangents):
-        t = t if isinstance(t, Tensor) else ops._wrap(t)
-        term = ops.sum(c * t)
+        t = t if isinstance(t, Tensor) else rec.wrap(t)
+        term = rec.xp.sum(c * t)
         total = term if total is None else total + term
     # Primals or tangents that require grad: record, so that jvp nests in grad.
     nested = any(isinstance(a, Tensor) and a._rg for a in primals + tangents)
@@ -204,8 +190,8 @@ def jacobian(f, argnums=0):
         args, variables, nodes = _differentiate(args, argnums, "jacobian")
         with graph.enable_grad():
             out = f(*args)
-        ops = out._ops
-        B = ops._B
+        rec = out._rec
+        B = rec.backend
         n = B.size_of(out.data)
         rows = [[] for _ in variables]
         for k in range(n):
@@ -216,8 +202,8 @@ def jacobian(f, argnums=0):
                 r.append(gr)
         jacs = []
         for v, r in zip(variables, rows):
-            stacked = ops.stack(r, axis=0) if r else ops._wrap(B.zeros((0,) + v.shape))
-            jacs.append(ops.reshape(stacked, tuple(out.shape) + tuple(v.shape)))
+            stacked = rec.xp.stack(r, axis=0) if r else rec.wrap(B.zeros((0,) + v.shape))
+            jacs.append(rec.xp.reshape(stacked, tuple(out.shape) + tuple(v.shape)))
         return jacs[0] if isinstance(argnums, int) else tuple(jacs)
 
     return wrapper
@@ -252,7 +238,7 @@ class custom_vjp:
         tensors = [a for a in args if isinstance(a, Tensor)]
         if self.fwd is None or not mode.enabled or not any(t._rg for t in tensors):
             return self.fun(*args)
-        ops = tensors[0]._ops
+        rec = tensors[0]._rec
         plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
         with graph.no_grad():
             out, residuals = self.fwd(*plain)
@@ -260,13 +246,13 @@ class custom_vjp:
 
         def rule(xp, g, ans, *raw_args):
             with graph.no_grad():
-                grads = bwd(residuals, g if isinstance(g, Tensor) else ops._wrap(g))
+                grads = bwd(residuals, g if xp.records else rec.wrap(g))
             if not isinstance(grads, (tuple, list)):
                 grads = (grads,)
-            if isinstance(g, Tensor):
+            if xp.records:
                 return tuple(None if r is None else r.detach() for r in grads)
             return tuple(None if r is None else r.data for r in grads)
 
         op = Op(getattr(self.fun, "__name__", "custom_vjp"), "custom", vjp=rule, saves=())
         raws = [a.data if isinstance(a, Tensor) else a for a in args]
-        return ops._record(op, out.data, args, raws, {})
+        return rec.record(op, out.data, args, raws, {})

@@ -67,7 +67,7 @@ def to_dot(tensor, *, show_shapes=True) -> str:
             stack.append(node)
         return i
 
-    root = tensor._node
+    root = tensor.grad_fn
     stack: list = []
     if root is not None:
         if root.outs is None:

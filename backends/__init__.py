@@ -2,11 +2,16 @@
 
 ``resolve(xp)`` returns a :class:`Backend`: the array-api-compat namespace of
 ``xp`` (every standard function, as attributes) plus the kernels of
-:data:`KERNELS`, each bound to that namespace. A kernel comes from the
-library's fast-path module when it has one (``backends/numpy_fast.py``,
-``backends/cupy_fast.py``) and from ``backends/generic.py`` otherwise, which is
-written in the Array API alone and works on every conforming namespace.
-Optional libraries are never imported eagerly.
+:data:`KERNELS`. A kernel comes from the library's fast-path module when it has
+one (``numpy_fast.py``, ``cupy_fast.py``) and from ``generic.py`` otherwise,
+which is written in the Array API alone (and the other kernels, reached through
+the namespace it is given) and works on every conforming namespace, the
+recording one of autodiff included. Optional libraries are never imported
+eagerly.
+
+This folder is installed as ``autodiff.backends`` (a top-level ``backends``
+would be shadowed by any ``backends.py`` in the user's folder); it imports
+nothing of autodiff.
 """
 
 from __future__ import annotations
@@ -17,14 +22,14 @@ import types
 
 from . import generic
 
-__all__ = ["Backend", "resolve", "KERNELS"]
+__all__ = ["Backend", "resolve", "KERNELS", "to_host"]
 
 KERNELS = (
     "index_add",
     "index_add_",
     "own",
     "apply_",
-    "matmul_",
+    "matmul_stack",
     "bernoulli",
     "pad2d",
     "windows2d",
@@ -32,10 +37,10 @@ KERNELS = (
     "col2im2d_rows",
 )
 
-# Module of fast paths, by the name of the canonical (array-api-compat) namespace.
+# Module of fast paths (in this package), by the name of the canonical namespace.
 _FAST = {
-    "numpy": "backends.numpy_fast",
-    "cupy": "backends.cupy_fast",
+    "numpy": "numpy_fast",
+    "cupy": "cupy_fast",
 }
 
 # Backends whose arrays live in device memory: reading a value back (``bool(any(...))``
@@ -66,8 +71,19 @@ def _canonical(xp):
     return name, xp
 
 
+def _identity(x, /):
+    return x
+
+
 class Backend(types.SimpleNamespace):
-    """A compute namespace: the standard's functions plus this project's kernels."""
+    """A compute namespace: the standard's functions plus this project's kernels.
+
+    It is also the ``xp`` that VJP rules get in a plain backward pass: ``records`` is
+    False there (nothing they compute is recorded) and ``stop_gradient`` is the
+    identity (the recording namespace of autodiff has the same two names)."""
+
+    records = False
+    stop_gradient = staticmethod(_identity)
 
     def __init__(self, key, xp):
         super().__init__(**{k: v for k, v in vars(xp).items() if not k.startswith("__")})
@@ -83,12 +99,12 @@ class Backend(types.SimpleNamespace):
         import array_api_compat
 
         self.to_device = array_api_compat.to_device
-        fast = importlib.import_module(_FAST[key]) if key in _FAST else None
+        fast = importlib.import_module(f"{__name__}.{_FAST[key]}") if key in _FAST else None
         for name, fn in getattr(fast, "FUNCTIONS", {}).items():
             setattr(self, name, fn)
-        for name in KERNELS:
+        for name in KERNELS:  # bound to this Backend: generic kernels call the others
             impl = getattr(fast, name, None) or getattr(generic, name)
-            setattr(self, name, functools.partial(impl, xp))
+            setattr(self, name, functools.partial(impl, self))
         self.kernel_source = {
             name: ("fast" if getattr(fast, name, None) else "generic") for name in KERNELS
         }
@@ -143,6 +159,40 @@ class Backend(types.SimpleNamespace):
                 "only real floating dtypes are differentiable"
             )
         raise TypeError(f"{where}: only floating-point tensors can require grad, got dtype {dtype}")
+
+
+def to_host(x):
+    """A numpy array with the values of the array ``x`` (any backend's), on the host.
+
+    NumPy arrays come back as they are; other arrays may share memory with the
+    result when they already live in host memory (DLPack). Raises ``TypeError``
+    when no route to the host works.
+    """
+    import numpy as np
+
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    module = type(x).__module__ or ""
+    errors = []
+    if module.startswith("cupy"):
+        return x.get()
+    if module.startswith("torch"):
+        try:
+            return x.detach().cpu().numpy()
+        except Exception as exc:  # e.g. bfloat16: try DLPack below
+            errors.append(exc)
+    for convert in (np.from_dlpack, np.asarray):
+        try:
+            out = convert(x)
+        except Exception as exc:
+            errors.append(exc)
+            continue
+        if out.dtype != object:  # np.asarray wraps anything unknown in an object array
+            return out
+    detail = "; ".join(f"{type(e).__name__}: {e}" for e in errors) or "no conversion applies"
+    raise TypeError(f"to_host: can't copy a {type(x).__name__} to a numpy array ({detail})")
 
 
 _cache: dict = {}

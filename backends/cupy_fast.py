@@ -68,10 +68,10 @@ def apply_(xp, name, x):
         return getattr(cp, name)(x)
 
 
-def matmul_(xp, a, b, out):
-    """``cupy.matmul(a, b, out=out)``: the product lands in ``out``."""
-    with _on(out):
-        return cp.matmul(a, b, out=out)
+def matmul_stack(xp, pairs, axis, perm):
+    """``generic.matmul_stack`` with each product computed into its place of the result."""
+    with _on(pairs[0][0]):
+        return generic.matmul_stack_out(cp, pairs, axis, perm)
 
 
 _rng = None

@@ -1,5 +1,7 @@
 """Kernels in the Array API alone: they run on every conforming namespace and
-device. Each takes the namespace first."""
+device. Each takes the namespace first; a kernel written with another kernel
+calls it through that namespace (``xp.index_add``), so that on autodiff's
+recording namespace it is the differentiable op of that name."""
 
 from __future__ import annotations
 
@@ -36,16 +38,14 @@ def index_add(xp, x, indices, values, axis=0):
 def index_add_(xp, x, indices, values, axis=0):
     """``index_add`` into ``x`` itself where the library can (``x`` must be the caller's
     own array; use the result). Here, in the standard alone, a new array."""
-    return index_add(xp, x, indices, values, axis=axis)
+    return xp.index_add(x, indices, values, axis=axis)
 
 
-def matmul_(xp, a, b, out):
-    """``a @ b`` written into ``out`` (a view the caller owns, maybe strided) and returned.
-    Here, in the standard alone: the product, then a copy into ``out``; whether that
-    reaches the array ``out`` is a view of is up to the library (callers that need it
-    use this kernel only where it is a fast path: NumPy, CuPy)."""
-    out[...] = a @ b
-    return out
+def matmul_stack(xp, pairs, axis, perm):
+    """``stack([permute_dims(a @ b, perm) for a, b in pairs], axis=axis)``: products laid
+    out side by side (attention's dq, dk, dv in the packed q|k|v layout). NumPy and
+    CuPy compute each product straight into its place (no stack copy)."""
+    return xp.stack([xp.permute_dims(a @ b, perm) for a, b in pairs], axis=axis)
 
 
 def apply_(xp, name, x):
@@ -140,6 +140,21 @@ def col2im2d_views(xp, cols, size, stride, dilation):
     return out
 
 
+def matmul_stack_out(lib, pairs, axis, perm):
+    """The stacked products of ``pairs`` in library ``lib`` (NumPy or CuPy): views of one
+    new array written by ``matmul(out=)``."""
+    import numpy as np  # shapes only
+
+    a, b = pairs[0]
+    product = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    laid = tuple(product[p] for p in perm)
+    out = lib.empty(laid[:axis] + (len(pairs),) + laid[axis:], dtype=lib.result_type(a, b))
+    inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
+    for i, (a, b) in enumerate(pairs):
+        lib.matmul(a, b, out=out[(slice(None),) * axis + (i,)].transpose(inverse))
+    return out
+
+
 def col2im2d(xp, cols, size, stride, dilation):
     """The adjoint of ``windows2d``: add every window back where it was read,
     into an array whose last two axes have ``size``."""
@@ -160,7 +175,7 @@ def col2im2d_rows(xp, cols, size, dilation):
     columns of each row. Here, in the standard alone: those columns are cut off."""
     kw = cols.shape[-3]
     ow = size[1] - dilation[1] * (kw - 1)
-    return col2im2d(xp, cols[..., :ow], size, (1, 1), dilation)
+    return xp.col2im2d(cols[..., :ow], size=size, stride=(1, 1), dilation=dilation)
 
 
 def col2im2d_rows_views(xp, cols, size, dilation):

@@ -78,9 +78,10 @@ def apply_(xp, name, x):
     return getattr(np, name)(x)
 
 
-def matmul_(xp, a, b, out):
-    """``numpy.matmul(a, b, out=out)``: the product lands in ``out`` (no temporary)."""
-    return np.matmul(a, b, out=out)
+def matmul_stack(xp, pairs, axis, perm):
+    """``generic.matmul_stack`` with each product computed into its place of the result
+    (``numpy.matmul(out=)`` into a permuted view): no temporaries, no stack copy."""
+    return generic.matmul_stack_out(np, pairs, axis, perm)
 
 
 def windows2d(xp, x, kernel, stride, dilation, out):

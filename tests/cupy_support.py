@@ -35,17 +35,17 @@ def fake_cupy_fast(monkeypatch):
     forgets that module."""
     import importlib
 
-    import backends
+    from autodiff import backends
 
     cp, cpx, calls = fake_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cp)
     monkeypatch.setitem(sys.modules, "cupyx", cpx)
-    sys.modules.pop("backends.cupy_fast", None)
-    module = importlib.import_module("backends.cupy_fast")
+    sys.modules.pop("autodiff.backends.cupy_fast", None)
+    module = importlib.import_module("autodiff.backends.cupy_fast")
     module.scatter_calls = calls
     yield module
     # The module is bound to the stand-in: a real import must start afresh.
-    sys.modules.pop("backends.cupy_fast", None)
+    sys.modules.pop("autodiff.backends.cupy_fast", None)
     if hasattr(backends, "cupy_fast"):
         delattr(backends, "cupy_fast")
 

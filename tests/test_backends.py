@@ -8,10 +8,10 @@ import sys
 import array_api_compat
 import numpy as np
 import pytest
+from autodiff.backends import generic, numpy_fast
 
 import autodiff as ad
-import backends
-from backends import generic, numpy_fast
+from autodiff import backends
 
 strict = pytest.importorskip("array_api_strict")
 CPU = strict.Device("CPU_DEVICE")
@@ -71,16 +71,17 @@ def test_index_add_in_place_on_numpy_new_array_elsewhere():
     np.testing.assert_array_equal(host(s), [0.0] * 4)  # the standard alone: a new array
 
 
-def test_matmul_into_a_strided_view():
-    a = np.arange(6.0).reshape(2, 3)
-    b = np.arange(12.0).reshape(3, 4)
-    buf = np.zeros((4, 2))
-    out = backends.resolve(np).matmul_(a, b, buf.T)  # a transposed (strided) view
-    assert np.shares_memory(out, buf)
-    np.testing.assert_array_equal(buf.T, [[20.0, 23.0, 26.0, 29.0], [56.0, 68.0, 80.0, 92.0]])
-    sbuf = strict.zeros((2, 4), dtype=strict.float64)
-    out = backends.resolve(strict).matmul_(strict.asarray(a), strict.asarray(b), sbuf)
-    np.testing.assert_array_equal(host(out), [[20.0, 23.0, 26.0, 29.0], [56.0, 68.0, 80.0, 92.0]])
+def test_matmul_stack_lays_products_out_as_a_permuted_stack():
+    rng = np.random.default_rng(0)
+    pairs = [(rng.normal(size=(2, 3, 4, 5)), rng.normal(size=(2, 3, 5, 6))) for _ in range(3)]
+    # by hand: each product (2, 3, 4, 6) permuted to (2, 4, 3, 6), stacked at axis 2
+    want = np.stack([np.transpose(a @ b, (0, 2, 1, 3)) for a, b in pairs], axis=2)
+    out = backends.resolve(np).matmul_stack(pairs, axis=2, perm=(0, 2, 1, 3))
+    assert out.shape == (2, 4, 3, 3, 6) and out.flags.c_contiguous
+    np.testing.assert_allclose(out, want, rtol=1e-13)
+    spairs = [(strict.asarray(a), strict.asarray(b)) for a, b in pairs]
+    sout = backends.resolve(strict).matmul_stack(spairs, axis=2, perm=(0, 2, 1, 3))
+    np.testing.assert_allclose(host(sout), want, rtol=1e-13)
 
 
 def test_numpy_backend_calls_numpy_itself_on_hot_paths():
@@ -122,7 +123,7 @@ def test_col2im2d_rows_matches_hand_loop(kind, kh, kw, oh, size, dilation):
     if kind == "fast":
         out = numpy_fast.col2im2d_rows(np, cols, size, dilation)
     else:
-        out = generic.col2im2d_rows(strict, strict.asarray(cols), size, dilation)
+        out = backends.resolve(strict).col2im2d_rows(strict.asarray(cols), size, dilation)
     np.testing.assert_allclose(host(out), ref, rtol=1e-14, atol=1e-14)
 
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
-import backends
-from autodiff import optim
+from autodiff import backends, optim
 from benchmarks.gpu import cases
 
 from .cupy_support import need_cupy

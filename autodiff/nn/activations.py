@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 
 from ..registry import defop
-from ..tensor import Tensor
-from ._dispatch import constant, dtype_facts, ops_of
+from ..vjps._util import axes_of, keep_shape
+from ._dispatch import dtype_facts, recorder
 
 __all__ = ["relu", "sigmoid", "silu", "softplus", "gelu", "softmax", "log_softmax", "logsumexp"]
 
@@ -82,7 +82,7 @@ def _erf(xp, x):
 def _max_const(xp, x, axis):
     """The max along ``axis`` as a constant, raised to the dtype's lowest finite value:
     for a row entirely -inf, x - max is then -inf (exp gives 0), not NaN."""
-    m = constant(xp.max(x, axis=axis, keepdims=True))
+    m = xp.stop_gradient(xp.max(x, axis=axis, keepdims=True))
     low = dtype_facts(xp, x.dtype).lowest
     return m if low is None else xp.maximum(m, low)  # integers have no -inf
 
@@ -90,9 +90,7 @@ def _max_const(xp, x, axis):
 def _exp_sum(xp, s):
     """A sum of exp(x - max) ready to divide by: it is >= 1 (the max term is exp(0))
     except for a row entirely -inf, where it is 0 and becomes 1 (softmax 0 there)."""
-    if isinstance(s, Tensor):  # differentiated: maximum would halve the gradient at s == 1
-        return xp.where(s == 0, xp.ones_like(s), s)
-    return xp.maximum(s, 1.0)
+    return xp.where(s == 0, 1.0, s)  # maximum(s, 1) would halve the gradient at s == 1
 
 
 def _softmax(xp, x, axis):
@@ -225,15 +223,9 @@ defop(
 
 
 def _logsumexp_rule(xp, g, ans, x, *, axis=None, keepdims=False):
-    axes = tuple(range(x.ndim)) if axis is None else axis
-    ge = g if keepdims else xp.reshape(g, _kept_shape(x.shape, axes))
+    axes = axes_of(axis, x.ndim)
+    ge = g if keepdims else xp.reshape(g, keep_shape(x.shape, axes))
     return ge * _softmax(xp, x, axes)
-
-
-def _kept_shape(shape, axes):
-    axes = (axes,) if isinstance(axes, int) else axes
-    axes = {a % len(shape) for a in axes}
-    return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
 
 defop(
@@ -248,43 +240,43 @@ defop(
 # -- public functions ----------------------------------------------------------------
 def relu(x):
     """max(x, 0) elementwise; relu'(0) = 0."""
-    return ops_of(x).nn.relu(x)
+    return recorder(x).xp.nn.relu(x)
 
 
 def sigmoid(x):
     """1 / (1 + exp(-x)), stable for large |x|."""
-    return ops_of(x).nn.sigmoid(x)
+    return recorder(x).xp.nn.sigmoid(x)
 
 
 def silu(x):
     """x * sigmoid(x) (swish)."""
-    return ops_of(x).nn.silu(x)
+    return recorder(x).xp.nn.silu(x)
 
 
 def softplus(x, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta; x itself where beta x > threshold (as torch)."""
-    return ops_of(x).nn.softplus(x, beta=beta, threshold=threshold)
+    return recorder(x).xp.nn.softplus(x, beta=beta, threshold=threshold)
 
 
 def gelu(x, approximate="none"):
     """x * Phi(x), Phi the standard normal CDF; ``approximate="tanh"`` as torch."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return ops_of(x).nn.gelu(x, approximate=approximate)
+    return recorder(x).xp.nn.gelu(x, approximate=approximate)
 
 
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) along ``axis``, computed from x - max; rows partly -inf are
     exact, a row entirely -inf gives zeros (and zero gradient)."""
-    return ops_of(x).nn.softmax(x, axis=axis)
+    return recorder(x).xp.nn.softmax(x, axis=axis)
 
 
 def log_softmax(x, axis=-1):
     """x - logsumexp(x) along ``axis``; a row entirely -inf stays -inf."""
-    return ops_of(x).nn.log_softmax(x, axis=axis)
+    return recorder(x).xp.nn.log_softmax(x, axis=axis)
 
 
 def logsumexp(x, axis=None, keepdims=False):
     """log(sum(exp(x))) over ``axis`` (all axes by default), stable; -inf for a row
     entirely -inf, with zero gradient."""
-    return ops_of(x).nn.logsumexp(x, axis=axis, keepdims=keepdims)
+    return recorder(x).xp.nn.logsumexp(x, axis=axis, keepdims=keepdims)

@@ -3,12 +3,10 @@ each with a fused rule."""
 
 from __future__ import annotations
 
-import functools
 import math
 
 from ..registry import defop
-from ..tensor import Tensor
-from ._dispatch import constant, ops_of
+from ._dispatch import recorder
 from .activations import _softmax, _softmax_raw
 
 __all__ = ["rope", "scaled_dot_product_attention", "self_attention_packed"]
@@ -23,7 +21,7 @@ def _angles(xp, x, positions, base):
     seq = x.shape[-2]
     if positions is None:
         positions = xp.arange(seq, device=x.device)
-    pos = xp.astype(constant(positions), x.dtype)
+    pos = xp.astype(xp.stop_gradient(positions), x.dtype)
     inv = base ** (-2.0 * xp.astype(xp.arange(half, device=x.device), x.dtype) / x.shape[-1])
     theta = xp.expand_dims(pos, axis=-1) * inv
     return xp.cos(theta), xp.sin(theta)
@@ -70,14 +68,14 @@ def rope(x, positions=None, base=10000.0, interleaved=False):
     """
     if x.ndim < 2 or x.shape[-1] % 2:
         raise ValueError(f"rope: x must be (..., seq, dim) with an even dim, got {tuple(x.shape)}")
-    ops = ops_of(x)
+    rec = recorder(x)
     if positions is not None:
-        positions = ops.namespace.asarray(positions)
+        positions = rec.namespace.asarray(positions)
         if positions.shape[-1] != x.shape[-2]:
             raise ValueError(
                 f"rope: {positions.shape[-1]} positions for a sequence of {x.shape[-2]}"
             )
-    return ops.nn.rope(x, positions, base=float(base), interleaved=bool(interleaved))
+    return rec.xp.nn.rope(x, positions, base=float(base), interleaved=bool(interleaved))
 
 
 # -- scaled dot-product attention ------------------------------------------------------------
@@ -102,20 +100,25 @@ def _sdpa(xp, q, k, v, mask, is_causal, scale):
     return a @ v, a
 
 
-def _sdpa_rule(xp, g, a, q, k, v, mask, *, is_causal, scale, outs=None):
-    if a is None:  # under create_graph: recomputed, so that it is differentiated too
-        a = _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1)
+def _sdpa_weights(xp, q, k, v, mask, *, is_causal, scale):
+    """The attention weights, recomputed from the inputs (the residual, under create_graph)."""
+    return _softmax(xp, _scores(xp, q, k, mask, is_causal, scale), -1)
+
+
+def _scores_grad(xp, g, a, v, mask, scale):
+    """The gradient of ``q k^T`` (the scores before scale and mask), from the output's
+    cotangent ``g`` and the weights ``a``, and the float mask's (None for a boolean
+    mask or none)."""
     ds = g @ xp.matrix_transpose(v)  # d a, then d scores in place (ours alone)
     ds -= xp.sum(ds * a, axis=-1, keepdims=True)
     ds *= a
     dmask = None if mask is None or mask.dtype == xp.bool else xp.asarray(ds, copy=True)
     ds *= scale
-    if outs is not None:  # raw arrays: each product straight into the caller's buffer
-        oq, ok, ov = outs
-        dq = xp.matmul_(ds, k, oq)
-        dk = xp.matmul_(xp.matrix_transpose(ds), q, ok)
-        dv = xp.matmul_(xp.matrix_transpose(a), g, ov)
-        return dq, dk, dv, dmask
+    return ds, dmask
+
+
+def _sdpa_rule(xp, g, a, q, k, v, mask, *, is_causal, scale):
+    ds, dmask = _scores_grad(xp, g, a, v, mask, scale)
     dq = ds @ k
     dk = xp.matrix_transpose(ds) @ q
     dv = xp.matrix_transpose(a) @ g
@@ -126,7 +129,7 @@ defop(
     "nn.scaled_dot_product_attention",
     vjp=_sdpa_rule,
     chapter=CH,
-    residuals=True,
+    residuals=_sdpa_weights,
     impl=lambda B: (
         lambda q, k, v, mask, *, is_causal, scale: _sdpa(B, q, k, v, mask, is_causal, scale)
     ),
@@ -149,22 +152,20 @@ def _sdpa_packed(B, qkv, mask, *, heads, is_causal, scale):
     return B.reshape(B.permute_dims(out, (0, 2, 1, 3)), tuple(qkv.shape[:2]) + (-1,)), a
 
 
+def _sdpa_packed_weights(xp, qkv, mask, *, heads, is_causal, scale):
+    q, k, v = _split_heads(xp, qkv, heads)
+    return _sdpa_weights(xp, q, k, v, mask, is_causal=is_causal, scale=scale)
+
+
 def _sdpa_packed_rule(xp, g, a, qkv, mask, *, heads, is_causal, scale):
     q, k, v = _split_heads(xp, qkv, heads)
     n, length, d = g.shape[0], g.shape[1], q.shape[-1]
     go = xp.permute_dims(xp.reshape(g, (n, length, heads, d)), (0, 2, 1, 3))
-    rule = functools.partial(_sdpa_rule, xp, go, a, q, k, v, mask, is_causal=is_causal,
-                             scale=scale)  # fmt: skip
-    if isinstance(g, Tensor) or xp.kernel_source["matmul_"] != "fast":
-        # under create_graph (composed of differentiable ops), or a library whose
-        # views may not write through: the products, then one stack
-        dq, dk, dv, dmask = rule()
-        dqkv = xp.stack([xp.permute_dims(t, (0, 2, 1, 3)) for t in (dq, dk, dv)], axis=2)
-        return xp.reshape(dqkv, tuple(qkv.shape)), dmask
-    # NumPy, CuPy: dq, dk, dv computed straight into the packed layout, no copy
-    dqkv = xp.empty((n, length, 3, heads, d), dtype=g.dtype, device=xp.device_of(g))
-    outs = [xp.permute_dims(dqkv[:, :, i, ...], (0, 2, 1, 3)) for i in range(3)]
-    dmask = rule(outs=outs)[3]
+    ds, dmask = _scores_grad(xp, go, a, v, mask, scale)
+    # dq, dk, dv (N, heads, L, d) laid out as the packed (N, L, 3, heads, d): on NumPy and
+    # CuPy each product is computed straight into its place
+    pairs = [(ds, k), (xp.matrix_transpose(ds), q), (xp.matrix_transpose(a), go)]
+    dqkv = xp.matmul_stack(pairs, axis=2, perm=(0, 2, 1, 3))
     return xp.reshape(dqkv, tuple(qkv.shape)), dmask
 
 
@@ -172,7 +173,7 @@ defop(
     "nn.self_attention_packed",
     vjp=_sdpa_packed_rule,
     chapter=CH,
-    residuals=True,
+    residuals=_sdpa_packed_weights,
     impl=lambda B: (
         lambda qkv, mask, *, heads, is_causal, scale: _sdpa_packed(
             B, qkv, mask, heads=heads, is_causal=is_causal, scale=scale
@@ -195,7 +196,7 @@ def self_attention_packed(qkv, heads, attn_mask=None, is_causal=False, scale=Non
         )
     d = qkv.shape[-1] // (3 * heads)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    return ops_of(qkv).nn.self_attention_packed(qkv, attn_mask, heads=int(heads),
+    return recorder(qkv).xp.nn.self_attention_packed(qkv, attn_mask, heads=int(heads),
                                                 is_causal=bool(is_causal), scale=scale)  # fmt: skip
 
 
@@ -222,6 +223,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             f"{tuple(value.shape)}"
         )
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    ops = ops_of(query, key, value)
-    return ops.nn.scaled_dot_product_attention(query, key, value, attn_mask,
+    rec = recorder(query, key, value)
+    return rec.xp.nn.scaled_dot_product_attention(query, key, value, attn_mask,
                                                is_causal=bool(is_causal), scale=scale)  # fmt: skip

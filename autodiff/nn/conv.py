@@ -11,8 +11,7 @@ rules are differentiated again under ``create_graph``.
 from __future__ import annotations
 
 from ..registry import defop
-from ..tensor import Tensor
-from ._dispatch import ops_of
+from ._dispatch import recorder
 
 __all__ = ["conv2d", "conv_transpose2d"]
 
@@ -130,9 +129,9 @@ def _conv2d_dx(xp, g, ans, x, w, b, *, stride, pads, dilation, groups):
     out = tuple(g.shape[-2:])
     size = (h + pads[0] + pads[1], wd + pads[2] + pads[3])
     wm = xp.reshape(w, (groups, w.shape[0] // groups, -1))
-    # Stride 1 on raw arrays: the columns are computed on rows as wide as the padded
-    # input (g padded with zero columns), so that col2im adds long contiguous runs.
-    rows = stride == (1, 1) and not isinstance(g, Tensor)
+    # Stride 1: the columns are computed on rows as wide as the padded input (g padded
+    # with zero columns), so that col2im adds long contiguous runs.
+    rows = stride == (1, 1)
     if rows:
         gt = xp.pad2d(xp.permute_dims(g, (1, 0, 2, 3)), pads=(0, 0, 0, size[1] - out[1]))
         out = (out[0], size[1])
@@ -154,8 +153,6 @@ def _conv2d_dx(xp, g, ans, x, w, b, *, stride, pads, dilation, groups):
 
 
 def _conv2d_dw(xp, g, p, x, w, b, *, stride, pads, dilation, groups):
-    if p is None:  # under create_graph: recomputed, so that it is differentiated too
-        p, _ = _patches(xp, x, tuple(w.shape[2:]), stride, pads, dilation, groups)
     k = p.shape[1]
     if k < 16:
         # Short windows (one input channel): an (O, K) product over N * oh * ow terms is
@@ -169,11 +166,16 @@ def _conv2d_dw(xp, g, p, x, w, b, *, stride, pads, dilation, groups):
     return xp.reshape(dw, tuple(w.shape))  # (groups, O/groups, K) in w's layout
 
 
+def _conv2d_patches(xp, x, w, b, *, stride, pads, dilation, groups):
+    return _patches(xp, x, tuple(w.shape[2:]), stride, pads, dilation, groups)[0]
+
+
 defop(
     "nn.conv2d",
     vjp=(_conv2d_dx, _conv2d_dw, lambda xp, g, ans, x, w, b, **kw: xp.sum(g, axis=(0, 2, 3))),
-    saves=((1,), (0,), ()),
-    residuals=True,
+    # x is kept for the patches the weight's rule reads, recomputed under create_graph
+    saves=((0, 1), (0,), ()),
+    residuals=_conv2d_patches,
     chapter=CH,
     impl=lambda B: lambda x, w, b, **kw: _conv2d(B, x, w, b, **kw),
     doc="2-D convolution (cross-correlation), NCHW, weight (O, C/groups, kh, kw)",
@@ -223,7 +225,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise ValueError(
             f"{name}: bias has shape {tuple(bias.shape)}, expected ({weight.shape[0]},)"
         )
-    return ops_of(input, weight).nn.conv2d(input, weight, bias, stride=stride, pads=pads,
+    return recorder(input, weight).xp.nn.conv2d(input, weight, bias, stride=stride, pads=pads,
                                            dilation=dilation, groups=groups)  # fmt: skip
 
 
@@ -291,7 +293,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     full = _full_size(input.shape[-2:], tuple(weight.shape[2:]), stride, dilation, output_padding)
     if any(f - 2 * p < 1 for f, p in zip(full, padding)):
         raise ValueError(f"{name}: padding {padding} leaves no output")
-    return ops_of(input, weight).nn.conv_transpose2d(
+    return recorder(input, weight).xp.nn.conv_transpose2d(
         input, weight, bias, stride=stride, padding=padding, output_padding=output_padding,
         dilation=dilation, groups=groups,
     )  # fmt: skip

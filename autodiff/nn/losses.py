@@ -7,8 +7,8 @@ import math
 
 from ..registry import defop
 from ..tensor import Tensor
-from ._dispatch import dtype_facts, ops_of
-from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid, _softmax
+from ._dispatch import dtype_facts, recorder
+from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid
 
 __all__ = ["cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]
 
@@ -59,15 +59,27 @@ def _ce_count(xp, valid, dtype):
     return xp.where(n == 0, xp.ones_like(n), n)
 
 
+def _ce_softmax(xp, z, safe):
+    """The row max m, exp(z - m), its row sums and the targets' flat positions: the
+    softmax is e / s."""
+    m = _max_const(xp, z, -1)
+    e = xp.apply_("exp", z - m)
+    s = _exp_sum(xp, xp.sum(e, axis=-1, keepdims=True))
+    return m, e, s, _flat_positions(xp, safe, z.shape[-1])
+
+
+def _ce_residuals(xp, logits, target, *, ignore_index, reduction, label_smoothing):
+    """(e, s, positions) recomputed from the inputs (the residuals, under create_graph)."""
+    z, _, safe = _ce_parts(xp, logits, target, ignore_index)
+    return _ce_softmax(xp, z, safe)[1:]
+
+
 def _cross_entropy(B, logits, target, ignore_index, reduction, label_smoothing):
     """The forward pass (``B`` a backend): nll = log(sum(exp(z - m))) - (z[target] - m),
     m the row max, from the sum and the picked logits alone (no (N, C) log-probabilities;
     z[target] - m first, so that large logits lose no precision)."""
     z, valid, safe = _ce_parts(B, logits, target, ignore_index)
-    m = _max_const(B, z, -1)
-    e = B.apply_("exp", z - m)
-    s = _exp_sum(B, B.sum(e, axis=-1, keepdims=True))
-    pos = _flat_positions(B, safe, z.shape[-1])
+    m, e, s, pos = _ce_softmax(B, z, safe)
     picked = B.reshape(B.take(B.reshape(z, (-1,)), pos), s.shape)
     log_s = B.log(s)
     nll = log_s - (picked - m)
@@ -86,8 +98,8 @@ def _cross_entropy(B, logits, target, ignore_index, reduction, label_smoothing):
 
 def _cross_entropy_rule(xp, g, res, logits, target, *, ignore_index, reduction, label_smoothing):
     """softmax - (1 - eps) onehot(t) - eps / C per valid target, times its cotangent.
-    The softmax is e / s from the forward pass (recomputed under create_graph); the
-    one-hot part is a scatter-add at flat positions: no (N, C) one-hot matrix."""
+    The softmax is e / s from the forward pass (``res``); the one-hot part is a
+    scatter-add at flat positions: no (N, C) one-hot matrix."""
     z, valid, safe = _ce_parts(xp, logits, target, ignore_index)
     c = z.shape[-1]
     shape = tuple(safe.shape)
@@ -105,17 +117,12 @@ def _cross_entropy_rule(xp, g, res, logits, target, *, ignore_index, reduction, 
             gl = xp.where(valid, gl, xp.zeros_like(gl))
         gcol = xp.expand_dims(gl, axis=-1)
         gl = xp.reshape(gl, (-1,))
-    if res is None:
-        grad = _softmax(xp, z, -1) * gcol
-        pos = _flat_positions(xp, safe, c)
-    else:
-        e, s, pos = res
-        grad = e * (gcol / s)  # one pass over (N, C)
+    e, s, pos = res
+    grad = e * (gcol / s)  # one pass over (N, C)
     if label_smoothing:
         grad = grad - (label_smoothing / c) * gcol
-    # grad is ours: on raw arrays the one-hot part is added into it, no copy
-    add = xp.index_add if isinstance(grad, Tensor) else xp.index_add_
-    flat = add(xp.reshape(grad, (-1,)), pos, -(1 - label_smoothing) * gl)
+    # grad is ours: the one-hot part is added into it, no copy (recorded: a new array)
+    flat = xp.index_add_(xp.reshape(grad, (-1,)), pos, -(1 - label_smoothing) * gl)
     grad = xp.reshape(flat, z.shape)
     return xp.moveaxis(grad, -1, 1) if logits.ndim > 2 else grad
 
@@ -124,7 +131,7 @@ defop(
     "nn.cross_entropy",
     _cross_entropy_rule,
     None,
-    residuals=True,
+    residuals=_ce_residuals,
     chapter=CH,
     impl=lambda B: lambda logits, target, **kw: _cross_entropy(B, logits, target, **kw),
     doc="softmax cross-entropy with integer targets (class axis 1)",
@@ -140,8 +147,8 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
     Out-of-range targets raise ``IndexError`` on CPU backends; on GPU backends they
     are not checked (no device-to-host read), as torch's CUDA kernels assert
     asynchronously; CuPy wraps them around, as in its integer indexing."""
-    ops = ops_of(input, target)
-    xp = ops.namespace
+    rec = recorder(input, target)
+    xp = rec.namespace
     if reduction not in _REDUCTIONS:
         raise ValueError(
             f"cross_entropy: reduction must be one of {_REDUCTIONS}, not {reduction!r}"
@@ -163,7 +170,7 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
             f"{tuple(input.shape)} (expected {expected})"
         )
     c = input.shape[1]
-    B, t = ops._B, target.data  # checked on the raw array: no graph, no wrappers
+    B, t = rec.backend, target.data  # checked on the raw array: no graph, no wrappers
     # The check reads a bool back to the host: a stream sync on a GPU, so skipped there.
     if B.checks_on_host(t):
         outside = (t < 0) | (t >= c)
@@ -172,7 +179,7 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
                 raise IndexError(f"cross_entropy: target out of range: classes are 0..{c - 1}")
         elif not 0 <= ignore_index < c or not bool(B.any(t == ignore_index)):
             ignore_index = None  # nothing to ignore: the op skips the masks
-    return ops.nn.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
+    return rec.xp.nn.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
                                 label_smoothing=float(label_smoothing))  # fmt: skip
 
 
@@ -200,7 +207,7 @@ def mse_loss(input, target, reduction="mean"):
         raise ValueError(
             f"mse_loss: input shape {tuple(input.shape)} != target {tuple(target.shape)}"
         )
-    return ops_of(input, target).nn.mse_loss(input, target, reduction=reduction)
+    return recorder(input, target).xp.nn.mse_loss(input, target, reduction=reduction)
 
 
 # -- binary cross-entropy with logits ---------------------------------------------
@@ -254,6 +261,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
             f"binary_cross_entropy_with_logits: input shape {tuple(input.shape)} != target "
             f"{tuple(target.shape)}"
         )
-    ops = ops_of(input, target, weight, pos_weight)
-    return ops.nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight,
+    rec = recorder(input, target, weight, pos_weight)
+    return rec.xp.nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight,
                                                    reduction=reduction)  # fmt: skip

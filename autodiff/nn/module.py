@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ..graph import no_grad
+from ..namespace import move_leaf
 from ..tensor import Tensor
 
 __all__ = ["Module", "Sequential", "ModuleList", "default_namespace"]
@@ -335,12 +336,7 @@ def _move(t, xp, dtype, device):
     rg = t.requires_grad
     new = convert(t)
     grad = None if t.grad is None else convert(t.grad)
-    if target is not src:
-        t.__class__ = type(new)
-    t.data = new.data
-    t._version = None
-    t.grad = grad
-    t._rg = rg
+    move_leaf(t, new, grad, rg)
 
 
 class _Container(Module):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..registry import defop
-from ._dispatch import dtype_facts, ops_of
+from ._dispatch import dtype_facts, recorder
 
 __all__ = ["layer_norm", "embedding", "dropout"]
 
@@ -60,7 +60,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and tuple(p.shape) != shape:
             raise ValueError(f"layer_norm: {name} has shape {tuple(p.shape)}, expected {shape}")
-    return ops_of(input, weight, bias).nn.layer_norm(input, weight, bias, k=k, eps=float(eps))
+    return recorder(input, weight, bias).xp.nn.layer_norm(input, weight, bias, k=k, eps=float(eps))
 
 
 # -- embedding ----------------------------------------------------------------------
@@ -98,8 +98,8 @@ def embedding(input, weight, padding_idx=None):
     Out-of-range indices raise ``IndexError`` on CPU backends; on GPU backends they
     are not checked (no device-to-host read), as torch's CUDA kernels assert
     asynchronously; CuPy wraps them around, as in its integer indexing."""
-    ops = ops_of(weight, input)
-    xp = ops.namespace
+    rec = recorder(weight, input)
+    xp = rec.namespace
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, dim), got {weight.shape}")
     input = xp.asarray(input)
@@ -111,9 +111,9 @@ def embedding(input, weight, padding_idx=None):
             raise ValueError(f"embedding: padding_idx {padding_idx} out of range for {n} rows")
         padding_idx %= n
     # The check reads a bool back to the host: a stream sync on a GPU, so skipped there.
-    if ops._B.checks_on_host(input.data) and bool(xp.any((input < 0) | (input >= n))):
+    if rec.backend.checks_on_host(input.data) and bool(xp.any((input < 0) | (input >= n))):
         raise IndexError(f"embedding: index out of range: rows are 0..{n - 1}")
-    return ops.nn.embedding(weight, input, padding_idx=padding_idx)
+    return rec.xp.nn.embedding(weight, input, padding_idx=padding_idx)
 
 
 # -- dropout --------------------------------------------------------------------------
@@ -146,10 +146,10 @@ def dropout(input, p=0.5, training=True, seed=None):
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return input
-    ops = ops_of(input)
-    xp = ops.namespace
-    keep = ops._B.bernoulli(tuple(input.shape), 1.0 - p, seed)
+    rec = recorder(input)
+    xp = rec.namespace
+    keep = rec.backend.bernoulli(tuple(input.shape), 1.0 - p, seed)
     scale = xp.asarray(keep, dtype=input.dtype, device=input.device)
     if p < 1.0:
         scale = scale * (1.0 / (1.0 - p))
-    return ops.nn.dropout(input, scale)
+    return rec.xp.nn.dropout(input, scale)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..registry import defop
-from ._dispatch import ops_of
+from ._dispatch import recorder
 from .conv import pair
 
 __all__ = ["max_pool2d", "avg_pool2d"]
@@ -108,9 +108,6 @@ def _max_pool(xp, x, *, kernel, stride, dilation, pads, out, with_offsets=False)
 def _max_pool_rule(xp, g, offset, x, *, kernel, stride, dilation, pads, out):
     """The first maximum of each window (in window order) gets the gradient: ``offset``
     says which kernel offset holds it."""
-    if offset is None:  # under create_graph: recomputed (integers: a constant)
-        offset = _max_pool(xp, x, kernel=kernel, stride=stride, dilation=dilation, pads=pads,
-                           out=out, with_offsets=True)[1]  # fmt: skip
     n, c, h, w = x.shape
     size = (n, c, h + pads[0] + pads[1], w + pads[2] + pads[3])
     grad = xp.zeros(size, dtype=g.dtype, device=g.device)
@@ -131,7 +128,7 @@ defop(
     chapter=CH,
     impl=lambda B: lambda x, **kw: _max_pool(B, x, **kw, with_offsets=True),
     lean=lambda B: lambda x, **kw: _max_pool(B, x, **kw),
-    residuals=True,
+    residuals=lambda xp, x, **kw: _max_pool(xp, x, **kw, with_offsets=True)[1],
     twice=False,
     doc="max over 2-D windows; padding is -inf; the first maximum gets the gradient",
 )
@@ -143,7 +140,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     kernel, stride, dilation, pads, out, _ = _geometry(
         "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode
     )
-    return ops_of(input).nn.max_pool2d(input, kernel=kernel, stride=stride, dilation=dilation,
+    return recorder(input).xp.nn.max_pool2d(input, kernel=kernel, stride=stride, dilation=dilation,
                                        pads=pads, out=out)  # fmt: skip
 
 
@@ -196,4 +193,4 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode
     )
     geometry = {"kernel": kernel, "stride": stride, "pads": pads, "out": out, "padding": padding}
-    return ops_of(input).nn.avg_pool2d(input, count_include_pad=count_include_pad, **geometry)
+    return recorder(input).xp.nn.avg_pool2d(input, count_include_pad=count_include_pad, **geometry)

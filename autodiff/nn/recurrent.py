@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from ..graph import Outer
 from ..registry import defop
-from ..tensor import Tensor
-from ._dispatch import ops_of
+from ._dispatch import recorder
 from .activations import _sigmoid
 from .linear import _linear as _affine  # a @ w^T (+ b), torch's (out, in) layout
 
@@ -23,21 +22,21 @@ def _batched(xp, *arrays):
 
 
 def _weight_grad(xp, d, a):
-    """The gradient of W in a @ W^T: d^T @ a, summed over the batch. On raw 2-D arrays
-    it is handed over as its factors (an Outer): a cell looped over T steps then gets
-    one matmul over all the steps at the end of the backward pass."""
-    if isinstance(d, Tensor) or d.ndim != 2 or a.ndim != 2 or d.dtype != a.dtype:
+    """The gradient of W in a @ W^T: d^T @ a, summed over the batch. For 2-D factors it
+    is handed over as them (an Outer): a cell looped over T steps then gets one matmul
+    over all the steps at the end of the backward pass."""
+    if d.ndim != 2 or a.ndim != 2 or d.dtype != a.dtype:
         return xp.matrix_transpose(d) @ a
     return Outer(d, a)
 
 
 def _bias_grad(d, b):
     """The gradient of a bias b added to d's pre-activations: d itself, summed back to
-    b's shape by the backward pass; for a 1-D b and raw 2-D d, handed over as an Outer
-    (its column sums, formed with the other steps' at the end, as a weight's)."""
+    b's shape by the backward pass; for a 1-D b and 2-D d, handed over as an Outer (its
+    column sums, formed with the other steps' at the end, as a weight's)."""
     if b is None:
         return None
-    if isinstance(d, Tensor) or d.ndim != 2 or b.ndim != 1:
+    if d.ndim != 2 or b.ndim != 1:
         return d
     return Outer(d)
 
@@ -111,8 +110,6 @@ def _gru_rule(xp, g, gates, x, h, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
     unbatched = x.ndim == 1
     if unbatched:
         x, h, g = _batched(xp, x, h, g)
-    if gates is None:  # under create_graph: recomputed, so that they are differentiated too
-        gates = _gru_gates(xp, x, h, w_ih, w_hh, b_ih, b_hh)
     g_t, h_t = xp.matrix_transpose(g), xp.matrix_transpose(h)
     dpre_r, dpre_z, dpre_n, dpre_hn = _gate_grads(xp, g_t, gates, h_t)
     dgi = xp.concat([dpre_r, dpre_z, dpre_n], axis=0)  # (3H, N)
@@ -139,7 +136,7 @@ defop(
     "nn.gru_cell",
     vjp=_gru_rule,
     needs=True,
-    residuals=True,
+    residuals=lambda xp, *a: _gru_gates(xp, *_batched(xp, *a[:2]), *a[2:]),
     chapter=CH,
     impl=lambda B: lambda *a: _gru(B, *a),
     doc="one GRU step: torch's formula, b_hn inside r * (W_hn h + b_hn)",
@@ -165,7 +162,7 @@ def _check_cell(name, x, h, w_ih, w_hh, b_ih, b_hh, gates):
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One GRU step (torch's formula): r, z, n gates from weights (3H, in) and (3H, H)."""
     _check_cell("gru_cell", input, hx, w_ih, w_hh, b_ih, b_hh, 3)
-    return ops_of(input, hx, w_ih).nn.gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return recorder(input, hx, w_ih).xp.nn.gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 # -- GRU over a whole sequence ----------------------------------------------------------
@@ -190,8 +187,6 @@ def _gru_seq(xp, x, h0, w_ih, w_hh, b_ih, b_hh):
 def _gru_seq_rule(xp, g, res, x, h0, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
     """Backpropagation through time; the weight gradients from all steps' stacked gate
     gradients in one matmul each."""
-    if res is None:  # under create_graph: recomputed, so that it is differentiated too
-        res = _gru_seq(xp, x, h0, w_ih, w_hh, b_ih, b_hh)[1]
     out, gates = res
     t_len, n, H = out.shape
     dh = None
@@ -228,7 +223,7 @@ defop(
     "nn.gru_sequence",
     vjp=_gru_seq_rule,
     needs=True,
-    residuals=True,
+    residuals=lambda xp, *a: _gru_seq(xp, *a)[1],
     chapter=CH,
     impl=lambda B: lambda *a: _gru_seq(B, *a),
     doc="a GRU over a sequence (T, N, in): every step's state (T, N, H)",
@@ -245,7 +240,7 @@ def gru_sequence(input, h0, w_ih, w_hh, b_ih=None, b_hh=None):
             f"{tuple(input.shape)} and {tuple(h0.shape)}"
         )
     _check_cell("gru_sequence", input[0, ...], h0, w_ih, w_hh, b_ih, b_hh, 3)
-    return ops_of(input, h0, w_ih).nn.gru_sequence(input, h0, w_ih, w_hh, b_ih, b_hh)
+    return recorder(input, h0, w_ih).xp.nn.gru_sequence(input, h0, w_ih, w_hh, b_ih, b_hh)
 
 
 # -- LSTM ------------------------------------------------------------------------------
@@ -300,7 +295,6 @@ defop(
     needs=True,
     chapter=CH,
     impl=lambda B: lambda *a: _lstm(B, *a),
-    nout=2,
     doc="one LSTM step: gates i, f, g, o (torch's order); returns (h_next, c_next)",
 )
 
@@ -312,7 +306,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     _check_cell("lstm_cell", input, h, w_ih, w_hh, b_ih, b_hh, 4)
     if tuple(c.shape) != tuple(h.shape):
         raise ValueError(f"lstm_cell: cell state {tuple(c.shape)} != hidden state {tuple(h.shape)}")
-    return ops_of(input, h, w_ih).nn.lstm_cell(input, h, c, w_ih, w_hh, b_ih, b_hh)
+    return recorder(input, h, w_ih).xp.nn.lstm_cell(input, h, c, w_ih, w_hh, b_ih, b_hh)
 
 
 # -- gated memory cell -----------------------------------------------------------------
@@ -364,4 +358,4 @@ def gated_memory_cell(m, x, w_z, w_c, b_z=None, b_c=None):
                 f"gated_memory_cell: {label} has shape {tuple(w.shape)}, expected "
                 f"{(k, m.shape[-1])} (M + X, M)"
             )
-    return ops_of(m, x, w_z).nn.gated_memory_cell(m, x, w_z, w_c, b_z, b_c)
+    return recorder(m, x, w_z).xp.nn.gated_memory_cell(m, x, w_z, w_c, b_z, b_c)

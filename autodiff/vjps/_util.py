@@ -59,10 +59,6 @@ def count(shape, axis):
     return math.prod(shape[a] for a in axes_of(axis, len(shape)))
 
 
-def zeros_like(xp, g):
-    return xp.zeros_like(g)
-
-
 def inverse_permutation(axes):
     inv = [0] * len(axes)
     for i, a in enumerate(axes):

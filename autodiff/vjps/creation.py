@@ -15,24 +15,24 @@ def _has_tensor(obj):
     return isinstance(obj, (list, tuple)) and any(_has_tensor(o) for o in obj)
 
 
-def _localize(obj, ops):
+def _localize(obj, rec):
     """Tensors of another namespace become constants of this one (their values
     move; no graph crosses namespaces, so one that requires grad is refused)."""
     if isinstance(obj, Tensor):
-        if obj._ops is ops:
+        if obj._rec is rec:
             return obj
         if obj.requires_grad and is_grad_enabled():
             raise TypeError(
                 f"asarray: the tensor belongs to {obj.__array_namespace__().__name__} and "
                 f"requires grad; gradients can't flow between namespaces (pass .detach())"
             )
-        return ops._wrap(ops._B.asarray(obj.data))
+        return rec.wrap(rec.backend.asarray(obj.data))
     if isinstance(obj, (list, tuple)):
-        return [_localize(o, ops) for o in obj]
+        return [_localize(o, rec) for o in obj]
     return obj
 
 
-def _asarray_public(f):
+def _asarray_public(f, rec):
     def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False):
         if requires_grad and copy is None:
             # A trainable leaf owns its buffer: optimizers update it in place, and
@@ -40,24 +40,24 @@ def _asarray_public(f):
             copy = True
         if not _has_tensor(obj):
             return f(obj, dtype=dtype, device=device, copy=copy, requires_grad=requires_grad)
-        ops = f.ops  # the namespace this function belongs to
-        obj = _localize(obj, ops)
+        xp = rec.xp
+        obj = _localize(obj, rec)
         if isinstance(obj, Tensor):
             t = obj
         else:  # a nested sequence holding tensors: stack it (differentiably)
-            t = ops.stack([asarray(o, dtype=dtype, device=device) for o in obj])
+            t = xp.stack([asarray(o, dtype=dtype, device=device) for o in obj])
         if device is not None and device != t.device:
             if copy is False:
                 raise ValueError("asarray: copy=False, but moving to another device copies")
-            t = ops.to_device(t, device)
+            t = xp.to_device(t, device)
         if (dtype is not None and dtype != t.dtype) or copy:
             if copy is False:
                 raise ValueError("asarray: copy=False, but changing the dtype copies")
-            t = ops.astype(t, dtype if dtype is not None else t.dtype, copy=True)
+            t = xp.astype(t, dtype if dtype is not None else t.dtype, copy=True)
         if requires_grad and not t.requires_grad:
             t = t.detach()
             t.requires_grad = True
-        elif requires_grad and t._node is not None:
+        elif requires_grad and not t.is_leaf:
             raise ValueError(
                 "asarray(requires_grad=True) of a computed tensor: call .detach() first"
             )
@@ -95,5 +95,4 @@ defop(
     chapter="creation",
     impl=lambda B: lambda *arrays, indexing="xy": B.meshgrid(*arrays, indexing=indexing),
     saves=(),
-    nout=0,
 )

@@ -7,16 +7,16 @@ from ..registry import defop
 from ._util import nondiff
 
 
-def _astype_public(f):
+def _astype_public(f, rec):
     def astype(x, dtype, /, *, copy=True, device=None):
         if device is not None and device != x.device:
-            x = x._ops.to_device(x, device)
+            x = rec.xp.to_device(x, device)
         return f(x, dtype, copy=copy)
 
     return astype
 
 
-def _to_device_public(f):
+def _to_device_public(f, rec):
     def to_device(x, device, /, *, stream=None):
         return f(x, device, stream=stream, source=x.device)
 

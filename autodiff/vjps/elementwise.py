@@ -13,10 +13,6 @@ def _is_scalar(v):
     return isinstance(v, (int, float))
 
 
-def _z(xp, g):
-    return xp.zeros_like(g)
-
-
 # -- one argument ------------------------------------------------------------
 unary("abs", lambda xp, g, ans, x: g * xp.sign(x), twice=False)  # abs'(0) = 0
 unary("acos", lambda xp, g, ans, x: -g / xp.sqrt(1 - x * x), domain=(-1, 1))
@@ -98,7 +94,7 @@ def _extremum(greater):
     def rule(xp, g, ans, mine, other):
         wins = mine > other if greater else mine < other
         tie = mine == other
-        return xp.where(wins, g, xp.where(tie, g / 2, _z(xp, g)))
+        return xp.where(wins, g, xp.where(tie, g / 2, xp.zeros_like(g)))
 
     return rule
 
@@ -121,7 +117,7 @@ def _pow_base(xp, g, ans, x1, x2):
     """d/dx1 x1**x2 = x2 * x1**(x2-1); zero where x2 == 0 (also at x1 == 0)."""
     if _is_scalar(x2):
         return g * 0 if x2 == 0 else g * x2 * x1 ** (x2 - 1)
-    return xp.where(x2 == 0, _z(xp, g), g * x2 * x1 ** (x2 - 1))
+    return xp.where(x2 == 0, xp.zeros_like(g), g * x2 * x1 ** (x2 - 1))
 
 
 def _pow_exponent(xp, g, ans, x1, x2):
@@ -129,7 +125,7 @@ def _pow_exponent(xp, g, ans, x1, x2):
     if _is_scalar(x1):
         return g * ans * math.log(x1) if x1 > 0 else g * 0
     safe = xp.where(x1 == 0, xp.ones_like(x1), x1)
-    return xp.where(x1 == 0, _z(xp, g), g * ans * xp.log(safe))
+    return xp.where(x1 == 0, xp.zeros_like(g), g * ans * xp.log(safe))
 
 
 binary("pow", _pow_base, _pow_exponent, saves_ans=True)
@@ -156,12 +152,12 @@ def _clip_x(xp, g, ans, x, lo, hi):
         keep = x >= lo
     if hi is not None:
         keep = x <= hi if keep is None else keep & (x <= hi)
-    return g if keep is None else xp.where(keep, g, _z(xp, g))
+    return g if keep is None else xp.where(keep, g, xp.zeros_like(g))
 
 
 def _clip_bound(low):
     def rule(xp, g, ans, x, lo, hi):
-        return xp.where(x < lo if low else x > hi, g, _z(xp, g))
+        return xp.where(x < lo if low else x > hi, g, xp.zeros_like(g))
 
     return rule
 
@@ -178,7 +174,7 @@ defop(
     vjp=(_clip_x, _clip_bound(True), _clip_bound(False)),
     chapter="elementwise",
     impl=_clip_impl,
-    public=lambda f: lambda x, /, min=None, max=None: f(x, min, max),
+    public=lambda f, rec: lambda x, /, min=None, max=None: f(x, min, max),
     twice=False,
 )
 

@@ -98,7 +98,7 @@ def _vector_norm(xp, g, ans, x, *, axis=None, keepdims=False, ord=2):
     return xp.where(n == 0, zero, ge * xp.sign(x) * scale)
 
 
-def _matrix_norm_public(f):
+def _matrix_norm_public(f, rec):
     def matrix_norm(x, /, *, keepdims=False, ord="fro"):
         if ord != "fro" and getattr(x, "requires_grad", False):
             raise NotImplementedError(
@@ -159,7 +159,7 @@ def _svdvals(xp, g, ans, x):
 
 defop("linalg.inv", _inv, chapter=CH, saves=(), saves_ans=True)
 defop("linalg.det", _det, chapter=CH, saves_ans=True)
-defop("linalg.slogdet", vjp=_slogdet, chapter=CH, nout=2)
+defop("linalg.slogdet", vjp=_slogdet, chapter=CH)
 defop("linalg.solve", vjp=_solve, chapter=CH, saves=(0,), saves_ans=True)
 defop("linalg.cholesky", _cholesky, chapter=CH, saves=(), saves_ans=True)
 defop("linalg.trace", _trace, chapter=CH, saves=())
@@ -169,7 +169,7 @@ defop("linalg.cross", vjp=_cross, chapter=CH)
 defop("linalg.vector_norm", _vector_norm, chapter=CH, saves_ans=True, twice=False)
 defop("linalg.matrix_norm", _matrix_norm, chapter=CH, saves_ans=True, public=_matrix_norm_public)
 defop("linalg.matrix_power", _matrix_power, chapter=CH)
-defop("linalg.eigh", vjp=_eigh, chapter=CH, saves=(), saves_ans=True, nout=2, twice=False)
+defop("linalg.eigh", vjp=_eigh, chapter=CH, saves=(), saves_ans=True, twice=False)
 defop("linalg.eigvalsh", _eigvalsh, chapter=CH, twice=False)
 defop("linalg.svdvals", _svdvals, chapter=CH, twice=False)
 nondiff(CH, "linalg.matrix_rank")

@@ -106,14 +106,13 @@ defop(
     chapter="manipulation",
     impl=lambda B: lambda *arrays: B.broadcast_arrays(*arrays),
     saves=(),
-    nout=0,
 )
 defop(
     "concat",
     vjp=_concat,
     chapter="manipulation",
     impl=_varargs("concat"),
-    public=lambda f: lambda arrays, /, *, axis=0: f(*arrays, axis=axis),
+    public=lambda f, rec: lambda arrays, /, *, axis=0: f(*arrays, axis=axis),
     saves=(),
 )
 defop(
@@ -121,10 +120,10 @@ defop(
     vjp=_stack,
     chapter="manipulation",
     impl=_varargs("stack"),
-    public=lambda f: lambda arrays, /, *, axis=0: f(*arrays, axis=axis),
+    public=lambda f, rec: lambda arrays, /, *, axis=0: f(*arrays, axis=axis),
     saves=(),
 )
-defop("unstack", vjp=_unstack, chapter="manipulation", saves=(), nout=0, view=True)
+defop("unstack", vjp=_unstack, chapter="manipulation", saves=(), view=True)
 defop("tile", _tile, chapter="manipulation", saves=())
 defop("repeat", _repeat, chapter="manipulation", saves=(1,))
 nondiff("manipulation", "broadcast_shapes")

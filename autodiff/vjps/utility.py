@@ -38,7 +38,7 @@ defop(
     vjp=_diff,
     chapter="utility",
     impl=_diff_impl,
-    public=lambda f: (
+    public=lambda f, rec: (
         lambda x, /, *, axis=-1, n=1, prepend=None, append=None: f(
             x, prepend, append, axis=axis, n=n
         )

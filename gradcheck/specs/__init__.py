@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,8 +38,6 @@ class Spec:
     order2: bool | None = None  # default: the op's ``twice`` metadata
     atol: float = 1e-6
     rtol: float = 1e-5
-    notes: str = ""
-    samples_cache: list = field(default=None, repr=False)
 
     def samples(self, seed=0):
         return self.make(np.random.default_rng(seed))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autodiff.namespace import recorder_of
 from autodiff.nn import functional as F
 
 from . import Sample, _in, spec
@@ -55,7 +56,9 @@ spec("nn.avg_pool2d", lambda rng: [
 
 
 def _ops(t):
-    return t._ops
+    """The recording namespace of ``t``: it holds the kernel ops, which the user's
+    namespace doesn't."""
+    return recorder_of(t).xp
 
 
 spec(

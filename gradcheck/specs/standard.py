@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from autodiff.namespace import recorder_of
+
 from . import PAIRS, SPECS, Sample, _away, _binary, _distinct, _in, _unary, fn, spec
 
 # -- element-wise ---------------------------------------------------------------
@@ -323,9 +325,9 @@ def _setitem(rng):
 def _index_add(rng):
     x = _in(rng, (4, 3))
     return [
-        Sample((x, _in(rng, (5, 3))), lambda xp, a, v: a._ops.index_add(a, xp.asarray([1, 3, 1, 0, 1]), v, axis=0),
+        Sample((x, _in(rng, (5, 3))), lambda xp, a, v: recorder_of(a).xp.index_add(a, xp.asarray([1, 3, 1, 0, 1]), v, axis=0),
                "duplicates, axis=0"),
-        Sample((x, _in(rng, (4, 2))), lambda xp, a, v: a._ops.index_add(a, xp.asarray([2, 2]), v, axis=1),
+        Sample((x, _in(rng, (4, 2))), lambda xp, a, v: recorder_of(a).xp.index_add(a, xp.asarray([2, 2]), v, axis=1),
                "axis=1"),
     ]  # fmt: skip
 

@@ -72,8 +72,10 @@ class Tensor:
     def to_device(self, device, /, *, stream=None):
         return self._rec.xp.to_device(self, device, stream=stream)
 
-    def __dlpack__(self, **kwargs):
-        return self.data.__dlpack__(**kwargs)
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+        # only what was given: libraries before DLPack 1.0 take stream= alone
+        return self.data.__dlpack__(**{k: v for k, v in given.items() if v is not None})
 
     def __dlpack_device__(self):
         return self.data.__dlpack_device__()

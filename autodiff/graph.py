@@ -30,6 +30,9 @@ __all__ = [
     "Outer",
     "Pass",
     "backward",
+    "gradients",
+    "edge",
+    "attach",
     "cotangent",
     "bump",
     "share_version",
@@ -519,7 +522,7 @@ class Pass:
                     g0 = gs if node.outs is None else next(x for x in gs if x is not None)
                     args[i] = Meta(e[2], e[3], rec.backend.device_of(g0.data))
             elif e is not None and not isinstance(a, Meta):
-                args[i] = e[1] if e[0] is None else _with_node(wrap(a), e[0], e[1])
+                args[i] = e[1] if e[0] is None else attach(wrap(a), e[0], e[1])
             elif rec.backend.is_array(a):
                 args[i] = wrap(a)
         kwargs = {k: wrap(v) if rec.backend.is_array(v) else v for k, v in node.kwargs.items()}
@@ -530,9 +533,9 @@ class Pass:
         ans = node.ans
         if ans is not None:
             if node.outs is None:
-                ans = _with_node(wrap(ans), node, 0)
+                ans = attach(wrap(ans), node, 0)
             else:
-                ans = tuple(_with_node(wrap(a), node, i) for i, a in enumerate(ans))
+                ans = tuple(attach(wrap(a), node, i) for i, a in enumerate(ans))
         return ans, args, kwargs
 
     def fill(self, node, gs):
@@ -546,11 +549,32 @@ class Pass:
         )
 
 
-def _with_node(t, node, index):
+def edge(t):
+    """The edge a new node keeps to tensor ``t``: None when ``t`` needs no gradient."""
+    if not t._rg:
+        return None
+    n, d = t._node, t.data
+    return (n, t._index if n is not None else t, d.shape, d.dtype)
+
+
+def attach(t, node, index=0):
+    """Make ``t`` output ``index`` of ``node`` (so it requires grad); returns ``t``."""
     t._node = node
     t._index = index
     t._rg = True
     return t
+
+
+def gradients(t, g, targets, create_graph=False, retain_graph=False):
+    """The gradients reaching the nodes ``targets`` from ``t`` with cotangent ``g`` (a raw
+    array, or a Tensor of a recorded pass), each None where none arrives; no leaf's
+    ``.grad`` changes. What the transforms read."""
+    if t._node is None:
+        return [None] * len(targets)
+    run = Pass(t._rec, create_graph)
+    if type(g) is not t._rec.cls:
+        g = run.lift(g)
+    return run.run([(t._node, t._index)], [g], retain_graph=retain_graph, targets=targets)
 
 
 def _reachable(roots, stop):

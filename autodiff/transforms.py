@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from . import graph
-from .graph import Node, Pass, mode
+from .graph import Node, attach, edge, mode
 from .namespace import recorder_of
 from .registry import Op
 from .tensor import Tensor
@@ -25,11 +25,8 @@ def _variable(x, what):
     rec = recorder_of(x)
     t = x if isinstance(x, Tensor) else rec.wrap(x)
     rec.backend.check_differentiable(t.dtype, what)
-    node = Node(_IDENTITY, (None,), {}, None, (_edge(t),), ())
-    v = rec.wrap(t.data)
-    v._node = node
-    v._rg = True
-    return v, node
+    node = Node(_IDENTITY, (None,), {}, None, (edge(t),), ())
+    return attach(rec.wrap(t.data), node), node
 
 
 def _lift_constants(args, nums, rec):
@@ -45,23 +42,16 @@ def _lift_constants(args, nums, rec):
     return out
 
 
-def _edge(t):
-    if not t._rg:
-        return None
-    d = t.data
-    return (t._node, t._index if t._node is not None else t, d.shape, d.dtype)
-
-
 _IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=())
 
 
 def _gradients(out, variables, nodes, cotangent=None, retain_graph=False, record=False):
     """d(out)/d(variables) as Tensors; recorded if any variable stands for a
     Tensor that requires grad (so the result can be differentiated again)."""
-    rec = out._rec
+    rec = recorder_of(out)
     B = rec.backend
     # A cotangent that requires grad (jvp's transposition) must be recorded too.
-    traced = cotangent if isinstance(cotangent, Tensor) and cotangent._rg else None
+    traced = cotangent if isinstance(cotangent, Tensor) and cotangent.requires_grad else None
     create = (
         record or traced is not None or any(n.edges[0] is not None for n in nodes)
     ) and mode.enabled
@@ -73,18 +63,11 @@ def _gradients(out, variables, nodes, cotangent=None, retain_graph=False, record
         g = B.ones_like(out.data)
     else:
         g = graph.cotangent(rec, cotangent, out.data, "vjp")
-    if not out._rg:
+    if not out.requires_grad:
         return [rec.wrap(B.zeros_like(v.data)) for v in variables]
-    run = Pass(rec, create)
+    root = traced if create and traced is not None else g
     with graph.enable_grad() if create else graph.no_grad():
-        grads = run.run(
-            [(out._node, out._index)] if out._node is not None else [],
-            [traced if create and traced is not None else run.lift(g)]
-            if out._node is not None
-            else [],
-            retain_graph=retain_graph or create,
-            targets=nodes,
-        )
+        grads = graph.gradients(out, root, nodes, create, retain_graph or create)
     result = []
     for v, gr in zip(variables, grads):
         if gr is None:
@@ -111,7 +94,7 @@ def _differentiate(args, argnums, what):
         args[i] = v
         variables.append(v)
         nodes.append(node)
-    return _lift_constants(args, nums, variables[0]._rec), variables, nodes
+    return _lift_constants(args, nums, recorder_of(variables[0])), variables, nodes
 
 
 def value_and_grad(f, argnums=0, has_aux=False):
@@ -168,7 +151,7 @@ def jvp(f, primals, tangents):
     if len(primals) != len(tangents):
         raise ValueError("jvp: primals and tangents must have the same length")
     out, vjp_fn = vjp(f, *primals)
-    rec = out._rec
+    rec = recorder_of(out)
     u, unode = _variable(rec.wrap(rec.backend.zeros_like(out.data)), "jvp")
     cts = vjp_fn(u)
     total = None
@@ -177,7 +160,7 @@ def jvp(f, primals, tangents):
         term = rec.xp.sum(c * t)
         total = term if total is None else total + term
     # Primals or tangents that require grad: record, so that jvp nests in grad.
-    nested = any(isinstance(a, Tensor) and a._rg for a in primals + tangents)
+    nested = any(isinstance(a, Tensor) and a.requires_grad for a in primals + tangents)
     (tangent_out,) = _gradients(total, [u], [unode], record=nested)
     return (out if nested else out.detach()), tangent_out
 
@@ -190,7 +173,7 @@ def jacobian(f, argnums=0):
         args, variables, nodes = _differentiate(args, argnums, "jacobian")
         with graph.enable_grad():
             out = f(*args)
-        rec = out._rec
+        rec = recorder_of(out)
         B = rec.backend
         n = B.size_of(out.data)
         rows = [[] for _ in variables]
@@ -236,9 +219,9 @@ class custom_vjp:
 
     def __call__(self, *args):
         tensors = [a for a in args if isinstance(a, Tensor)]
-        if self.fwd is None or not mode.enabled or not any(t._rg for t in tensors):
+        if self.fwd is None or not mode.enabled or not any(t.requires_grad for t in tensors):
             return self.fun(*args)
-        rec = tensors[0]._rec
+        rec = recorder_of(tensors[0])
         plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
         with graph.no_grad():
             out, residuals = self.fwd(*plain)

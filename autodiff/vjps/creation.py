@@ -5,6 +5,7 @@ array-API-generic code that starts with ``xp.asarray(x)`` stays differentiable."
 from __future__ import annotations
 
 from ..graph import is_grad_enabled
+from ..namespace import recorder_of
 from ..registry import CONST, defop
 from ..tensor import Tensor
 
@@ -19,7 +20,7 @@ def _localize(obj, rec):
     """Tensors of another namespace become constants of this one (their values
     move; no graph crosses namespaces, so one that requires grad is refused)."""
     if isinstance(obj, Tensor):
-        if obj._rec is rec:
+        if recorder_of(obj) is rec:
             return obj
         if obj.requires_grad and is_grad_enabled():
             raise TypeError(

@@ -13,7 +13,8 @@ import pytest
 def fake_cupy():
     """``(cupy, cupyx, scatter_calls)``: modules with what ``cupy_fast`` calls, on NumPy."""
     cp = types.ModuleType("cupy")
-    for name in ("ndarray", "array", "asarray", "reshape", "pad", "zeros", "float64"):
+    for name in ("ndarray", "array", "asarray", "reshape", "pad", "zeros", "empty", "matmul",
+                 "result_type", "float64"):  # fmt: skip
         setattr(cp, name, getattr(np, name))
     cp.lib = types.SimpleNamespace(
         stride_tricks=types.SimpleNamespace(as_strided=np.lib.stride_tricks.as_strided)

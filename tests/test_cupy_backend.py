@@ -121,6 +121,16 @@ def test_windows_and_col2im_match_numpy_and_are_adjoint(fast, shape, kernel, str
     np.testing.assert_allclose(np.sum(got * cols), np.sum(x * back), rtol=1e-10)
 
 
+def test_matmul_stack_matches_numpy(fast):
+    rng = np.random.default_rng(4)
+    pairs = [
+        (rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((2, 3, 5, 2))) for _ in range(3)
+    ]
+    got = fast.matmul_stack(np, pairs, 2, (0, 2, 1, 3))
+    want = np.stack([np.transpose(a @ b, (0, 2, 1, 3)) for a, b in pairs], axis=2)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
 def test_windows_of_a_strided_input(fast):
     x = np.random.default_rng(3).standard_normal((3, 2, 12, 10))[:, :, ::2, 1:]
     args = ((3, 3), (1, 2), (1, 1), _out(x.shape[-2:], (3, 3), (1, 2), (1, 1)))

@@ -67,17 +67,22 @@ def _recorder(xp) -> Recorder:
     return rec
 
 
-def recorder_of(x) -> Recorder:
-    """The Recorder of a Tensor's namespace, or of the namespace of a raw array."""
-    if isinstance(x, Tensor):
-        return x._rec
-    import array_api_compat
+def recorder_of(*arrays) -> Recorder:
+    """The Recorder of the first Tensor's namespace among ``arrays``; without one, of the
+    first raw array's namespace (None and Python scalars are passed over)."""
+    for a in arrays:
+        if isinstance(a, Tensor):
+            return a._rec
+    for a in arrays:
+        if a is not None and not isinstance(a, (bool, int, float, complex)):
+            import array_api_compat
 
-    try:
-        xp = array_api_compat.array_namespace(x)
-    except TypeError as exc:
-        raise TypeError(f"expected an array or a Tensor, got {type(x).__name__}") from exc
-    return _recorder(xp)
+            try:
+                return _recorder(array_api_compat.array_namespace(a))
+            except TypeError as exc:
+                raise TypeError(f"expected an array or a Tensor, got {type(a).__name__}") from exc
+    got = type(arrays[0]).__name__ if arrays else "nothing"
+    raise TypeError(f"expected an array or a Tensor, got {got}")
 
 
 def move_leaf(t, new, grad, requires_grad):

@@ -1,23 +1,8 @@
-"""How a ``F.name(x, ...)`` call finds the namespace of its arguments."""
+"""What the functional ops ask of a dtype, once per dtype."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
-
-from ..namespace import recorder_of
-from ..tensor import Tensor
-
-
-def recorder(*arrays):
-    """The Recorder of the first Tensor's namespace (or of the first raw array's):
-    ``recorder(x).xp.nn.relu(x)`` records the op; raw arrays are wrapped by it."""
-    for a in arrays:
-        if isinstance(a, Tensor):
-            return recorder_of(a)
-    for a in arrays:
-        if a is not None and not isinstance(a, (int, float, bool)):
-            return recorder_of(a)
-    raise TypeError("expected at least one array argument")
 
 
 class DtypeFacts(NamedTuple):

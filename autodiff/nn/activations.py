@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 
+from ..namespace import recorder_of
 from ..registry import defop
 from ..vjps._util import axes_of, keep_shape
-from ._dispatch import dtype_facts, recorder
+from ._dispatch import dtype_facts
 
 __all__ = ["relu", "sigmoid", "silu", "softplus", "gelu", "softmax", "log_softmax", "logsumexp"]
 
@@ -240,43 +241,43 @@ defop(
 # -- public functions ----------------------------------------------------------------
 def relu(x):
     """max(x, 0) elementwise; relu'(0) = 0."""
-    return recorder(x).xp.nn.relu(x)
+    return recorder_of(x).xp.nn.relu(x)
 
 
 def sigmoid(x):
     """1 / (1 + exp(-x)), stable for large |x|."""
-    return recorder(x).xp.nn.sigmoid(x)
+    return recorder_of(x).xp.nn.sigmoid(x)
 
 
 def silu(x):
     """x * sigmoid(x) (swish)."""
-    return recorder(x).xp.nn.silu(x)
+    return recorder_of(x).xp.nn.silu(x)
 
 
 def softplus(x, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta; x itself where beta x > threshold (as torch)."""
-    return recorder(x).xp.nn.softplus(x, beta=beta, threshold=threshold)
+    return recorder_of(x).xp.nn.softplus(x, beta=beta, threshold=threshold)
 
 
 def gelu(x, approximate="none"):
     """x * Phi(x), Phi the standard normal CDF; ``approximate="tanh"`` as torch."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return recorder(x).xp.nn.gelu(x, approximate=approximate)
+    return recorder_of(x).xp.nn.gelu(x, approximate=approximate)
 
 
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) along ``axis``, computed from x - max; rows partly -inf are
     exact, a row entirely -inf gives zeros (and zero gradient)."""
-    return recorder(x).xp.nn.softmax(x, axis=axis)
+    return recorder_of(x).xp.nn.softmax(x, axis=axis)
 
 
 def log_softmax(x, axis=-1):
     """x - logsumexp(x) along ``axis``; a row entirely -inf stays -inf."""
-    return recorder(x).xp.nn.log_softmax(x, axis=axis)
+    return recorder_of(x).xp.nn.log_softmax(x, axis=axis)
 
 
 def logsumexp(x, axis=None, keepdims=False):
     """log(sum(exp(x))) over ``axis`` (all axes by default), stable; -inf for a row
     entirely -inf, with zero gradient."""
-    return recorder(x).xp.nn.logsumexp(x, axis=axis, keepdims=keepdims)
+    return recorder_of(x).xp.nn.logsumexp(x, axis=axis, keepdims=keepdims)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
+from ..namespace import recorder_of
 from ..registry import defop
-from ._dispatch import recorder
 from .activations import _softmax, _softmax_raw
 
 __all__ = ["rope", "scaled_dot_product_attention", "self_attention_packed"]
@@ -68,7 +68,7 @@ def rope(x, positions=None, base=10000.0, interleaved=False):
     """
     if x.ndim < 2 or x.shape[-1] % 2:
         raise ValueError(f"rope: x must be (..., seq, dim) with an even dim, got {tuple(x.shape)}")
-    rec = recorder(x)
+    rec = recorder_of(x)
     if positions is not None:
         positions = rec.namespace.asarray(positions)
         if positions.shape[-1] != x.shape[-2]:
@@ -196,8 +196,9 @@ def self_attention_packed(qkv, heads, attn_mask=None, is_causal=False, scale=Non
         )
     d = qkv.shape[-1] // (3 * heads)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    return recorder(qkv).xp.nn.self_attention_packed(qkv, attn_mask, heads=int(heads),
-                                                is_causal=bool(is_causal), scale=scale)  # fmt: skip
+    nn = recorder_of(qkv).xp.nn
+    return nn.self_attention_packed(qkv, attn_mask, heads=int(heads), is_causal=bool(is_causal),
+                                    scale=scale)  # fmt: skip
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -223,6 +224,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             f"{tuple(value.shape)}"
         )
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    rec = recorder(query, key, value)
-    return rec.xp.nn.scaled_dot_product_attention(query, key, value, attn_mask,
-                                               is_causal=bool(is_causal), scale=scale)  # fmt: skip
+    nn = recorder_of(query, key, value).xp.nn
+    return nn.scaled_dot_product_attention(query, key, value, attn_mask,
+                                           is_causal=bool(is_causal), scale=scale)  # fmt: skip

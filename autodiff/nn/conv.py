@@ -10,8 +10,8 @@ rules are differentiated again under ``create_graph``.
 
 from __future__ import annotations
 
+from ..namespace import recorder_of
 from ..registry import defop
-from ._dispatch import recorder
 
 __all__ = ["conv2d", "conv_transpose2d"]
 
@@ -225,8 +225,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise ValueError(
             f"{name}: bias has shape {tuple(bias.shape)}, expected ({weight.shape[0]},)"
         )
-    return recorder(input, weight).xp.nn.conv2d(input, weight, bias, stride=stride, pads=pads,
-                                           dilation=dilation, groups=groups)  # fmt: skip
+    nn = recorder_of(input, weight).xp.nn
+    return nn.conv2d(input, weight, bias, stride=stride, pads=pads, dilation=dilation,
+                     groups=groups)  # fmt: skip
 
 
 # -- conv_transpose2d --------------------------------------------------------------------------
@@ -293,7 +294,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     full = _full_size(input.shape[-2:], tuple(weight.shape[2:]), stride, dilation, output_padding)
     if any(f - 2 * p < 1 for f, p in zip(full, padding)):
         raise ValueError(f"{name}: padding {padding} leaves no output")
-    return recorder(input, weight).xp.nn.conv_transpose2d(
+    return recorder_of(input, weight).xp.nn.conv_transpose2d(
         input, weight, bias, stride=stride, padding=padding, output_padding=output_padding,
         dilation=dilation, groups=groups,
     )  # fmt: skip

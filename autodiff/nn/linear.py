@@ -7,8 +7,8 @@ gradient when the input needs none (the first layer of a network).
 
 from __future__ import annotations
 
+from ..namespace import recorder_of
 from ..registry import defop
-from ._dispatch import recorder
 
 __all__ = ["linear"]
 
@@ -59,4 +59,4 @@ def linear(input, weight, bias=None):
         )
     if bias is not None and tuple(bias.shape) != (out_f,):
         raise ValueError(f"linear: bias must have shape ({out_f},), got {tuple(bias.shape)}")
-    return recorder(input, weight, bias).xp.nn.linear(input, weight, bias)
+    return recorder_of(input, weight, bias).xp.nn.linear(input, weight, bias)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
+from ..namespace import recorder_of
 from ..registry import defop
 from ..tensor import Tensor
-from ._dispatch import dtype_facts, recorder
+from ._dispatch import dtype_facts
 from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid
 
 __all__ = ["cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]
@@ -147,7 +148,7 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
     Out-of-range targets raise ``IndexError`` on CPU backends; on GPU backends they
     are not checked (no device-to-host read), as torch's CUDA kernels assert
     asynchronously; CuPy wraps them around, as in its integer indexing."""
-    rec = recorder(input, target)
+    rec = recorder_of(input, target)
     xp = rec.namespace
     if reduction not in _REDUCTIONS:
         raise ValueError(
@@ -180,7 +181,7 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
         elif not 0 <= ignore_index < c or not bool(B.any(t == ignore_index)):
             ignore_index = None  # nothing to ignore: the op skips the masks
     return rec.xp.nn.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
-                                label_smoothing=float(label_smoothing))  # fmt: skip
+                                   label_smoothing=float(label_smoothing))  # fmt: skip
 
 
 # -- mean squared error -----------------------------------------------------------
@@ -207,7 +208,7 @@ def mse_loss(input, target, reduction="mean"):
         raise ValueError(
             f"mse_loss: input shape {tuple(input.shape)} != target {tuple(target.shape)}"
         )
-    return recorder(input, target).xp.nn.mse_loss(input, target, reduction=reduction)
+    return recorder_of(input, target).xp.nn.mse_loss(input, target, reduction=reduction)
 
 
 # -- binary cross-entropy with logits ---------------------------------------------
@@ -261,6 +262,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
             f"binary_cross_entropy_with_logits: input shape {tuple(input.shape)} != target "
             f"{tuple(target.shape)}"
         )
-    rec = recorder(input, target, weight, pos_weight)
+    rec = recorder_of(input, target, weight, pos_weight)
     return rec.xp.nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight,
-                                                   reduction=reduction)  # fmt: skip
+                                                      reduction=reduction)  # fmt: skip

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ..namespace import recorder_of
 from ..registry import defop
-from ._dispatch import dtype_facts, recorder
+from ._dispatch import dtype_facts
 
 __all__ = ["layer_norm", "embedding", "dropout"]
 
@@ -60,7 +61,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and tuple(p.shape) != shape:
             raise ValueError(f"layer_norm: {name} has shape {tuple(p.shape)}, expected {shape}")
-    return recorder(input, weight, bias).xp.nn.layer_norm(input, weight, bias, k=k, eps=float(eps))
+    return recorder_of(input, weight, bias).xp.nn.layer_norm(
+        input, weight, bias, k=k, eps=float(eps)
+    )
 
 
 # -- embedding ----------------------------------------------------------------------
@@ -98,7 +101,7 @@ def embedding(input, weight, padding_idx=None):
     Out-of-range indices raise ``IndexError`` on CPU backends; on GPU backends they
     are not checked (no device-to-host read), as torch's CUDA kernels assert
     asynchronously; CuPy wraps them around, as in its integer indexing."""
-    rec = recorder(weight, input)
+    rec = recorder_of(weight, input)
     xp = rec.namespace
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, dim), got {weight.shape}")
@@ -146,7 +149,7 @@ def dropout(input, p=0.5, training=True, seed=None):
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return input
-    rec = recorder(input)
+    rec = recorder_of(input)
     xp = rec.namespace
     keep = rec.backend.bernoulli(tuple(input.shape), 1.0 - p, seed)
     scale = xp.asarray(keep, dtype=input.dtype, device=input.device)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ..namespace import recorder_of
 from ..registry import defop
-from ._dispatch import recorder
 from .conv import pair
 
 __all__ = ["max_pool2d", "avg_pool2d"]
@@ -140,8 +140,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     kernel, stride, dilation, pads, out, _ = _geometry(
         "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode
     )
-    return recorder(input).xp.nn.max_pool2d(input, kernel=kernel, stride=stride, dilation=dilation,
-                                       pads=pads, out=out)  # fmt: skip
+    nn = recorder_of(input).xp.nn
+    return nn.max_pool2d(input, kernel=kernel, stride=stride, dilation=dilation, pads=pads,
+                         out=out)  # fmt: skip
 
 
 # -- average --------------------------------------------------------------------------------
@@ -193,4 +194,6 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode
     )
     geometry = {"kernel": kernel, "stride": stride, "pads": pads, "out": out, "padding": padding}
-    return recorder(input).xp.nn.avg_pool2d(input, count_include_pad=count_include_pad, **geometry)
+    return recorder_of(input).xp.nn.avg_pool2d(
+        input, count_include_pad=count_include_pad, **geometry
+    )

@@ -6,8 +6,8 @@ inputs (nothing but the inputs is kept between forward and backward)."""
 from __future__ import annotations
 
 from ..graph import Outer
+from ..namespace import recorder_of
 from ..registry import defop
-from ._dispatch import recorder
 from .activations import _sigmoid
 from .linear import _linear as _affine  # a @ w^T (+ b), torch's (out, in) layout
 
@@ -162,7 +162,7 @@ def _check_cell(name, x, h, w_ih, w_hh, b_ih, b_hh, gates):
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One GRU step (torch's formula): r, z, n gates from weights (3H, in) and (3H, H)."""
     _check_cell("gru_cell", input, hx, w_ih, w_hh, b_ih, b_hh, 3)
-    return recorder(input, hx, w_ih).xp.nn.gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return recorder_of(input, hx, w_ih).xp.nn.gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 # -- GRU over a whole sequence ----------------------------------------------------------
@@ -240,7 +240,7 @@ def gru_sequence(input, h0, w_ih, w_hh, b_ih=None, b_hh=None):
             f"{tuple(input.shape)} and {tuple(h0.shape)}"
         )
     _check_cell("gru_sequence", input[0, ...], h0, w_ih, w_hh, b_ih, b_hh, 3)
-    return recorder(input, h0, w_ih).xp.nn.gru_sequence(input, h0, w_ih, w_hh, b_ih, b_hh)
+    return recorder_of(input, h0, w_ih).xp.nn.gru_sequence(input, h0, w_ih, w_hh, b_ih, b_hh)
 
 
 # -- LSTM ------------------------------------------------------------------------------
@@ -306,7 +306,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     _check_cell("lstm_cell", input, h, w_ih, w_hh, b_ih, b_hh, 4)
     if tuple(c.shape) != tuple(h.shape):
         raise ValueError(f"lstm_cell: cell state {tuple(c.shape)} != hidden state {tuple(h.shape)}")
-    return recorder(input, h, w_ih).xp.nn.lstm_cell(input, h, c, w_ih, w_hh, b_ih, b_hh)
+    return recorder_of(input, h, w_ih).xp.nn.lstm_cell(input, h, c, w_ih, w_hh, b_ih, b_hh)
 
 
 # -- gated memory cell -----------------------------------------------------------------
@@ -358,4 +358,4 @@ def gated_memory_cell(m, x, w_z, w_c, b_z=None, b_c=None):
                 f"gated_memory_cell: {label} has shape {tuple(w.shape)}, expected "
                 f"{(k, m.shape[-1])} (M + X, M)"
             )
-    return recorder(m, x, w_z).xp.nn.gated_memory_cell(m, x, w_z, w_c, b_z, b_c)
+    return recorder_of(m, x, w_z).xp.nn.gated_memory_cell(m, x, w_z, w_c, b_z, b_c)

@@ -44,7 +44,8 @@ class Op:
     name: str
     """The standard's name ("sum", "linalg.solve"), or "nn.<name>" for extension ops."""
     chapter: str
-    """The chapter of the spec (or nn family) it belongs to: the docs group by it."""
+    """The chapter of the spec (or nn family) it belongs to: ``gradcheck --list`` groups
+    the ops by it."""
     kind: str = DIFF
     """DIFF, CONST or MISSING (see above)."""
     vjp: tuple | Callable | None = None

@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+from autodiff import registry
+
 
 def _namespace(name):
     import autodiff as ad
@@ -114,9 +116,10 @@ def main(argv=None):
     args = p.parse_args(argv)
     from .specs import SPECS
 
-    if args.list:
-        for name, spec in sorted(SPECS.items()):
-            print(f"{name:28s} {len(spec.samples(args.seed)):3d} samples"
+    if args.list:  # by chapter of the spec (or family of nn ops), as the registry says
+        ops = registry.ops()
+        for name, spec in sorted(SPECS.items(), key=lambda item: (ops[item[0]].chapter, item[0])):
+            print(f"{name:28s} {ops[name].chapter:18s} {len(spec.samples(args.seed)):3d} samples"
                   f"{'' if spec.second_order else '   (first order only)'}")  # fmt: skip
         return 0
     t0 = time.perf_counter()

@@ -83,8 +83,11 @@ def test_cli_list_names_every_spec():
 
     proc = _cli("--list")
     assert proc.returncode == 0
-    listed = {line.split()[0] for line in proc.stdout.splitlines()}
-    assert listed == set(SPECS)
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    assert {row[0] for row in rows} == set(SPECS)
+    chapters = [row[1] for row in rows]
+    assert chapters == sorted(chapters)  # grouped by chapter
+    assert dict(row[:2] for row in rows)["linalg.solve"] == "linalg"
 
 
 @pytest.mark.parametrize("mode", ["full", "fast"])

@@ -190,4 +190,13 @@ def test_wrapped_functions_report_the_standard_signature(backend):
             continue
         if str(got) != str(expected) or got != expected:
             wrong.append(f"{name}{got} should be {name}{expected}")
+        # and directly against array_api_strict: the same names and kinds of parameters
+        ref = lookup(array_api_strict, name)
+        if ref is not None:
+            ours = [(p.name, p.kind) for p in got.parameters.values() if p.name != "requires_grad"]
+            theirs = [(p.name, p.kind) for p in inspect.signature(ref).parameters.values()]
+            if ours != theirs:
+                wrong.append(
+                    f"{name}{got} differs from array_api_strict's {inspect.signature(ref)}"
+                )
     assert not wrong, f"{len(wrong)} of {len(names)} functions:\n" + "\n".join(wrong)

@@ -362,6 +362,9 @@ class Recorder:
 
 
 # -- the wrappers: one function per op ------------------------------------------------
+# The element-wise wrappers make the Tensor and the Node inline, each in its own copy
+# (no helper call, no argument loop): they are the per-op cost of small-array code
+# (``python -m benchmarks chain``).
 def _unary(rec, op, raw):
     cls, name = rec.cls, op.name
     array_type, asarray = rec.backend.array_type, rec.backend.asarray

@@ -143,12 +143,16 @@ def col2im2d_views(xp, cols, size, stride, dilation):
 def matmul_stack_out(lib, pairs, axis, perm):
     """The stacked products of ``pairs`` in library ``lib`` (NumPy or CuPy): views of one
     new array written by ``matmul(out=)``."""
-    import numpy as np  # shapes only
-
     a, b = pairs[0]
-    product = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    lead = a.shape[:-2]
+    if b.shape[:-2] != lead:  # numpy's broadcast_shapes costs microseconds: only if needed
+        import numpy as np
+
+        lead = np.broadcast_shapes(lead, b.shape[:-2])
+    product = tuple(lead) + (a.shape[-2], b.shape[-1])
     laid = tuple(product[p] for p in perm)
-    out = lib.empty(laid[:axis] + (len(pairs),) + laid[axis:], dtype=lib.result_type(a, b))
+    dtype = a.dtype if a.dtype == b.dtype else lib.result_type(a, b)
+    out = lib.empty(laid[:axis] + (len(pairs),) + laid[axis:], dtype=dtype)
     inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
     for i, (a, b) in enumerate(pairs):
         lib.matmul(a, b, out=out[(slice(None),) * axis + (i,)].transpose(inverse))

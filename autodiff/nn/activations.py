@@ -109,7 +109,9 @@ def _softmax_raw(B, x, axis, overwrite=False):
     else:
         x = x - m
     e = B.apply_("exp", x)
-    e /= _exp_sum(B, B.sum(e, axis=axis, keepdims=True))
+    # _exp_sum's value by one call: a forward pass is never differentiated, so
+    # maximum's half gradient at a tie can't matter here
+    e /= B.maximum(B.sum(e, axis=axis, keepdims=True), 1.0)
     return e
 
 

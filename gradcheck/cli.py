@@ -40,7 +40,7 @@ def _record(op, status, detail):
 def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto",
         progress=None):  # fmt: skip
     """Check ops on a backend; yields one record per (op, sample, order)."""
-    from .core import check_grad, check_second
+    from .core import TOLERANCES, check_grad, check_second
     from .specs import SPECS, missing_specs
 
     xp = _namespace(backend)
@@ -58,7 +58,7 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
         spec = SPECS[name]
         for sample in spec.samples(seed):
             f = lambda *t, s=sample: s.call(xp, *t)  # noqa: E731
-            atol, rtol = spec.tolerances(dtype)
+            atol, rtol = spec.tolerances(TOLERANCES[dtype])
             first = {"atol": atol, "rtol": rtol, "mode": mode}
             checks = [(1, check_grad, first)]
             if order >= 2 and spec.second_order:

@@ -328,7 +328,7 @@ def check_op(name, xp=None, *, order=2, dtype="float64", mode="auto", seed=0,
     results = []
     for sample in spec.samples(seed):
         f = lambda *t, s=sample: s.call(xp, *t)  # noqa: E731
-        atol, rtol = spec.tolerances(dtype)
+        atol, rtol = spec.tolerances(TOLERANCES[dtype])
         res = check_grad(f, *sample.inputs, xp=xp, mode=mode, dtype=dtype, atol=atol,
                          rtol=rtol, seed=seed, raise_on_fail=False)  # fmt: skip
         results.append((sample.label, 1, res))

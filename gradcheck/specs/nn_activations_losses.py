@@ -6,7 +6,7 @@ import numpy as np
 
 from autodiff.nn import functional as F
 
-from . import Sample, _away, _in, spec
+from .common import Sample, _away, _in, spec
 
 spec("nn.relu", lambda rng: [Sample((_away(rng, s),), lambda xp, a: F.relu(a), f"shape={s}")
                              for s in ((), (4,), (2, 3))])  # fmt: skip

@@ -7,7 +7,7 @@ import numpy as np
 from autodiff.namespace import recorder_of
 from autodiff.nn import functional as F
 
-from . import Sample, _in, spec
+from .common import Sample, _in, spec
 
 
 def _conv(rng):

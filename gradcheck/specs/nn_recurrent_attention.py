@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from autodiff.nn import functional as F
 
-from . import Sample, _in, spec
+from .common import Sample, _in, spec
 
 N, IN, H = 2, 3, 2
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from autodiff.namespace import recorder_of
 
-from . import PAIRS, SPECS, Sample, _away, _binary, _distinct, _in, _unary, fn, spec
+from .common import PAIRS, SPECS, Sample, _away, _binary, _distinct, _in, _unary, fn, spec
 
 # -- element-wise ---------------------------------------------------------------
 for _n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "conj", "cos", "cosh", "exp",

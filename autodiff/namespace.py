@@ -20,8 +20,8 @@ One :class:`Recorder` per backend holds what a wrapped namespace is made of:
   standard's signature.
 
 Other modules reach a Recorder with :func:`recorder_of`; its methods without a
-leading underscore (``wrap``, ``wrap_out``, ``raw``, ``record``) are the
-engine's internal API.
+leading underscore (``wrap``, ``wrap_out``, ``raw``, ``raw_key``, ``record``) and
+:func:`move_leaf` are the engine's internal API.
 """
 
 from __future__ import annotations
@@ -78,9 +78,10 @@ def recorder_of(*arrays) -> Recorder:
             import array_api_compat
 
             try:
-                return _recorder(array_api_compat.array_namespace(a))
+                xp = array_api_compat.array_namespace(a)
             except TypeError as exc:
                 raise TypeError(f"expected an array or a Tensor, got {type(a).__name__}") from exc
+            return _recorder(xp)
     got = type(arrays[0]).__name__ if arrays else "nothing"
     raise TypeError(f"expected an array or a Tensor, got {got}")
 

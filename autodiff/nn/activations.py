@@ -14,7 +14,7 @@ import math
 from ..namespace import recorder_of
 from ..registry import defop
 from ..vjps._util import axes_of, keep_shape
-from ._dispatch import dtype_facts
+from ._dtypes import dtype_facts
 
 __all__ = ["relu", "sigmoid", "silu", "softplus", "gelu", "softmax", "log_softmax", "logsumexp"]
 

@@ -8,7 +8,7 @@ import math
 from ..namespace import recorder_of
 from ..registry import defop
 from ..tensor import Tensor
-from ._dispatch import dtype_facts
+from ._dtypes import dtype_facts
 from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid
 
 __all__ = ["cross_entropy", "mse_loss", "binary_cross_entropy_with_logits"]

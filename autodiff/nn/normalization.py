@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..namespace import recorder_of
 from ..registry import defop
-from ._dispatch import dtype_facts
+from ._dtypes import dtype_facts
 
 __all__ = ["layer_norm", "embedding", "dropout"]
 

@@ -17,6 +17,7 @@ backend (``backend``), the recording namespace rules get under
 from __future__ import annotations
 
 import threading
+import weakref
 from heapq import heappop, heappush
 from itertools import count
 
@@ -36,7 +37,9 @@ __all__ = [
     "cotangent",
     "bump",
     "share_version",
+    "saved_counter",
     "version_counter",
+    "is_saved",
     "add_op_name",
 ]
 
@@ -204,22 +207,52 @@ class Outer:
 
 
 # -- version counters: in-place writes -------------------------------------------------
+# A tensor's counter is made on first use and shared by its views: ``[n]`` when a node
+# made it to save the tensor, ``[n, saved, views]`` when a view or ``detach`` made it
+# (``saved``: whether a node has saved the buffer since; ``views``: weak references to
+# the views, so a write that gives the buffer a new value gives it to them too).
 _MODIFIED = [1]  # a version counter that never matches: marks a saved output as overwritten
 
 
-def version_counter(t):
-    """``t``'s version counter, made on first use: ``[n]``, shared by its views."""
+def saved_counter(t):
+    """``t``'s version counter, for a node that saves ``t``'s buffer."""
     c = t._version
     if c is None:
         c = t._version = [0]
+    elif len(c) > 1:
+        c[1] = True
     return c
 
 
-def share_version(src, view):
+def version_counter(t):
+    """``t``'s version counter, for a tensor that shares ``t``'s buffer."""
+    c = t._version
+    if c is None:
+        c = t._version = [0, False, []]
+    elif len(c) == 1:
+        c += [True, []]
+    return c
+
+
+def is_saved(t):
+    """Whether a node may still need the values in ``t``'s buffer."""
+    c = t._version
+    return c is not None and (len(c) == 1 or c[1])
+
+
+def share_version(src, view, how=None):
     """``view`` may alias ``src``: one version counter, so writes through either are
-    seen by nodes that saved the other."""
-    view._version = version_counter(src)
-    view._base = src
+    seen by nodes that saved the other. ``how(xp, a)`` takes the view of ``a`` (see
+    inplace.py): a write that moves the family onto a new buffer takes the view again."""
+    c = version_counter(src)
+    view._version = c
+    view._base = (src, how)
+    if how is not None:
+        views = c[2]
+        views.append(weakref.ref(view))
+        n = len(views)
+        if n >= 64 and not n & (n - 1):  # dead references pruned: amortized O(1)
+            views[:] = [r for r in views if r() is not None]
 
 
 def bump(t):
@@ -233,7 +266,7 @@ def bump(t):
         node = t._node
         if node is not None and node.ans is not None:
             node.versions = node.versions + ((_MODIFIED, 0),)
-        t = t._base
+        t = t._base[0] if t._base is not None else None
 
 
 # -- the backward pass -------------------------------------------------------------------

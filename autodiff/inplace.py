@@ -1,42 +1,135 @@
 """In-place writes into tensors: ``x[key] = v`` and ``x op= y``.
 
-While recording, a write into a tensor that requires grad (or of a value that
-does) is copy-on-write: the new value is computed into a fresh buffer and
-recorded as a node (``__setitem__``, or the operator's op), and the tensor moves
-onto it; buffers that earlier nodes saved keep the values they saw. Any other
-write goes into the buffer itself and bumps its version counter, so nodes that
-saved it refuse to run. A leaf that requires grad, and a view of a recorded
-tensor, can't be written while recording: a clear error at the write.
+While recording, a write is copy-on-write when it must be: when the tensor (or
+the tensor it is a view of) or the written value requires grad, or a node saved
+the tensor's buffer. The new value is computed into a fresh buffer (recorded as
+a node: ``__setitem__``, or the operator's op) and the tensor moves onto it, so
+buffers that earlier nodes saved keep the values they saw. A write through a
+view goes into its base, as in PyTorch: the base becomes ``base`` with the
+view's region replaced (recorded, so gradients flow to both the base and the
+written value), and every live view of the base is taken again from its new
+value. Any other write goes into the buffer itself and bumps its version
+counter, so nodes that saved it refuse to run. A leaf that requires grad, and
+its views, can't be written while recording: a clear error at the write.
 """
 
 from __future__ import annotations
+
+import functools
 
 from . import graph
 from .graph import mode
 from .registry import get
 from .tensor import INPLACE_OPERATORS, Tensor
 
-__all__ = ["setitem", "inplace"]
+__all__ = ["setitem", "inplace", "Index", "Call"]
 
 _DUNDER = {name: dunder for dunder, name in INPLACE_OPERATORS.items()}
 
 
+class Index:
+    """How a view was taken: ``a[key]`` (a basic index)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+
+    def __call__(self, xp, a):
+        return a[self.key]
+
+
+class Call:
+    """How a view was taken: ``xp.<name>(a, *args, **kwargs)``, output ``index`` of a
+    multi-output op (``unstack``)."""
+
+    __slots__ = ("name", "args", "kwargs", "index")
+
+    def __init__(self, name, args, kwargs, index=None):
+        self.name, self.args, self.kwargs, self.index = name, tuple(args), kwargs, index
+
+    def __call__(self, xp, a):
+        out = functools.reduce(getattr, self.name.split("."), xp)(a, *self.args, **self.kwargs)
+        return out if self.index is None else out[self.index]
+
+
+def _chain(t):
+    """The tensors ``t`` is a view of, nearest first, up to its root or to the tensor a
+    ``detach()`` aliases; and whether it ends at such an alias."""
+    chain = []
+    while t._base is not None:
+        base, how = t._base
+        if how is None:
+            return chain, True
+        chain.append(base)
+        t = base
+    return chain, False
+
+
+def _copies(t, value):
+    """Whether a write into ``t`` must give it a new buffer (see the module's docstring).
+    Not for a ``detach()`` alias that nothing recorded reads: as in torch, the write goes
+    into the buffer it shares (and nodes that saved it refuse to run)."""
+    if not mode.enabled:
+        return False
+    if t._rg or (isinstance(value, Tensor) and value._rg):
+        return True
+    chain, alias = _chain(t)
+    if alias:
+        return False
+    return graph.is_saved(t) or any(b._rg for b in chain)
+
+
 def _check_writable(t, what):
-    if t._node is None and t._rg:
-        raise RuntimeError(
-            f"{what}: a leaf tensor that requires grad can't be changed in place "
-            "while grad is recorded; do it under autodiff.no_grad(), or on a copy"
-        )
-    if t._base is not None:
-        raise RuntimeError(
-            f"{what}: in-place change of a view of a tensor in a recorded graph; "
-            "write into the tensor it was taken from instead"
-        )
+    for i, b in enumerate([t] + _chain(t)[0]):
+        if b._node is None and b._rg:
+            raise RuntimeError(
+                f"{what}: a leaf tensor that requires grad"
+                f"{', through a view of it,' if i else ''} can't be changed in place "
+                "while grad is recorded; do it under autodiff.no_grad(), or on a copy"
+            )
 
 
-def _check_view(t, what):
-    if t._base is not None and t._base._rg and mode.enabled:
-        _check_writable(t, what)
+def _assign(rec, t, rkey, value, v):
+    """``t`` with ``t[rkey] = value``, as a new tensor (recorded if either requires grad)."""
+    new = rec.backend.asarray(t.data, copy=True)
+    try:
+        new[rkey] = v
+    except Exception as exc:
+        graph.add_op_name(exc, "__setitem__")
+        raise
+    if t._rg or (isinstance(value, Tensor) and value._rg):
+        return rec.record(get("__setitem__"), new, (t, value), (t.data, v), {"key": rkey})
+    return rec.wrap(new)
+
+
+def _put(rec, base, how, value, what):
+    """``base`` with the region that the view ``how`` takes replaced by ``value``."""
+    if type(how) is Index:
+        return _assign(rec, base, how.key, value, value.data)
+    # Any other view op: where each view element comes from, read off the view of
+    # the positions 0..n-1; the base is then a gather from the new values there.
+    B, xp = rec.backend, rec.xp
+    n = B.size_of(base.data)
+    device = B.device_of(base.data)
+    positions = B.arange(n, device=device)
+    source = B.reshape(how(B, B.reshape(positions, base.shape)), (-1,))
+    m = source.shape[0]
+    if m == 0:
+        return base
+    order = B.argsort(source)
+    ranked = B.take(source, order)
+    if m > 1 and bool(B.any(ranked[1:] == ranked[:-1])):
+        raise ValueError(
+            f"{what}: the tensor is a view that repeats elements of its base "
+            f"({how.name}), so a write through it is ambiguous; write into a copy"
+        )
+    at = B.minimum(B.searchsorted(ranked, positions), m - 1)
+    covered = B.take(ranked, at) == positions
+    flat = xp.where(
+        covered, xp.take(xp.reshape(value, (-1,)), B.take(order, at)), xp.reshape(base, (-1,))
+    )
+    return xp.reshape(flat, base.shape)
 
 
 def _rebind(t, res):
@@ -45,8 +138,31 @@ def _rebind(t, res):
     t._node = res._node
     t._index = res._index
     t._rg = res._rg
-    t._version = res._version
-    t._base = None
+
+
+def _write(t, new, what):
+    """Give ``t`` the value of the Tensor ``new``: through the bases of a view up to its
+    root, which moves onto the new buffer; then each live view of the root is taken
+    again from it (in creation order: a view's own base is taken before it)."""
+    rec = t._rec
+    for base in _chain(t)[0]:
+        new = _put(rec, base, t._base[1], new, what)
+        t = base
+    old = t._version
+    _rebind(t, new)
+    t._version = new._version
+    t._base = None  # a detach() alias that took a value requiring grad: its own buffer now
+    if old is None or len(old) == 1:
+        return
+    views = [v for v in (r() for r in old[2]) if v is not None]
+    if not views:
+        return
+    graph.version_counter(t)
+    for v in views:
+        base, how = v._base
+        res = how(rec.xp, base)
+        _rebind(v, res)
+        graph.share_version(base, v, how)
 
 
 def setitem(t, key, value):
@@ -54,18 +170,10 @@ def setitem(t, key, value):
     rec = t._rec
     rkey = rec.raw_key(key)
     v = rec.raw(value, "__setitem__")
-    if mode.enabled and (t._rg or (isinstance(value, Tensor) and value._rg)):
+    if _copies(t, value):
         _check_writable(t, "__setitem__")
-        new = rec.backend.asarray(t.data, copy=True)
-        try:
-            new[rkey] = v
-        except Exception as exc:
-            graph.add_op_name(exc, "__setitem__")
-            raise
-        res = rec.record(get("__setitem__"), new, (t, value), (t.data, v), {"key": rkey})
-        _rebind(t, res)
+        _write(t, _assign(rec, t, rkey, value, v), "__setitem__")
         return
-    _check_view(t, "__setitem__")
     try:
         t.data[rkey] = v
     except Exception as exc:
@@ -78,7 +186,7 @@ def inplace(t, name, other):
     """``t op= other`` for the binary op ``name`` ("add" for ``+=``); returns ``t``."""
     rec = t._rec
     what = f"in-place {name}"
-    if mode.enabled and (t._rg or (isinstance(other, Tensor) and other._rg)):
+    if _copies(t, other):
         _check_writable(t, what)
         res = getattr(rec.xp, name)(t, other)
         if res.shape != t.shape or res.dtype != t.dtype:
@@ -86,9 +194,8 @@ def inplace(t, name, other):
                 f"{what}: the result ({res.dtype}, shape {res.shape}) "
                 f"doesn't fit the tensor ({t.dtype}, shape {t.shape})"
             )
-        _rebind(t, res)
+        _write(t, res, what)
         return t
-    _check_view(t, what)
     o = rec.raw(other, name)
     try:
         out = getattr(t.data, _DUNDER[name])(o)

@@ -31,12 +31,13 @@ import types
 
 from . import _standard, backends, inplace
 from .graph import Meta, MultiNode, Node, add_op_name, grad_off, mode, next_seq
+from .graph import saved_counter as _counter
 from .graph import share_version as _share_version
-from .graph import version_counter as _counter
 from .registry import CONST, MISSING, Op
 from .registry import ops as _registry_ops
 from .tensor import (
     BINARY_OPERATORS,
+    CONVERSIONS,
     INPLACE_OPERATORS,
     REFLECTED_OPERATORS,
     UNARY_OPERATORS,
@@ -162,9 +163,10 @@ class Recorder:
             setattr(cls, dunder, _inplace_method(dunder, name))
         cls.__getitem__ = _getitem_method(self, xp.__getitem__)
         cls.__setitem__ = inplace.setitem
-        B = self.backend
-        if B.array_type is not None and hasattr(B.array_type, "__array__"):
-            cls.__array__ = lambda self, dtype=None, copy=None: self.data.__array__(dtype)
+        proto = type(self.backend.asarray(0.0))
+        for dunder, method in CONVERSIONS.items():
+            if hasattr(proto, dunder):
+                setattr(cls, dunder, method)
 
     def _raw_function(self, op: Op):
         B = self.backend
@@ -273,16 +275,10 @@ class Recorder:
                     outs[i] = B.asarray(o)
                 else:
                     return self.wrap_out(out)
-        dtype = outs[0].dtype
-        real = self._real.get(dtype)
-        if real is None:  # isdtype is slow (microseconds): once per dtype
-            real = self._real[dtype] = bool(B.isdtype(dtype, "real floating"))
-        if not real:
-            if B.isdtype(dtype, "complex floating"):
-                raise NotImplementedError(
-                    f"{op.name}: the result is complex ({dtype}); gradients through "
-                    "complex values are not supported yet"
-                )
+        # Each output decides for itself: a float output of a multi-output op is
+        # differentiable even where another is bool or integer (broadcast_arrays(x > 0, x)).
+        real = [self._is_real(op, o.dtype) for o in outs]
+        if not any(real):
             return self.wrap_out(out)  # integer or bool results carry no gradient
         if not multi:
             return self._record_one(op, outs[0], args, raws, kwargs, residuals)
@@ -296,15 +292,28 @@ class Recorder:
         results = []
         for i, o in enumerate(outs):
             t = self.wrap(o)
-            t._node = node
-            t._index = i
-            t._rg = True
+            if real[i]:
+                t._node = node
+                t._index = i
+                t._rg = True
             if op.view and isinstance(args[0], Tensor):
-                _share_version(args[0], t)
+                _share_version(args[0], t, inplace.Call(op.name, raws[1:], kwargs, i))
             results.append(t)
         if hasattr(out, "_fields"):
             return type(out)(*results)
         return type(out)(results)
+
+    def _is_real(self, op, dtype):
+        """Whether an output of ``dtype`` gets a gradient (real floating)."""
+        real = self._real.get(dtype)
+        if real is None:  # isdtype is slow (microseconds): once per dtype
+            real = self._real[dtype] = bool(self.backend.isdtype(dtype, "real floating"))
+        if not real and self.backend.isdtype(dtype, "complex floating"):
+            raise NotImplementedError(
+                f"{op.name}: the result is complex ({dtype}); gradients through "
+                "complex values are not supported yet"
+            )
+        return real
 
     def _record_one(self, op, out, args, raws, kwargs, residuals):
         """``record`` of one floating-point array (the common case)."""
@@ -318,7 +327,7 @@ class Recorder:
         t._node = node
         t._rg = True
         if op.view and isinstance(args[0], Tensor):
-            _share_version(args[0], t)
+            _share_version(args[0], t, inplace.Call(op.name, raws[1:], kwargs))
         return t
 
     def _inputs(self, op, args, raws):
@@ -402,6 +411,8 @@ def _unary(rec, op, raw):
                 c = x._version
                 if c is None:
                     c = x._version = [0]
+                elif len(c) > 1:  # a view family's counter: mark it saved
+                    c[1] = True
                 node.args = (d,)
                 node.versions = ((c, c[0]),)
             else:
@@ -489,6 +500,8 @@ def _binary(rec, op, raw):
                     c = x1._version
                     if c is None:
                         c = x1._version = [0]
+                    elif len(c) > 1:
+                        c[1] = True
                     versions = ((c, c[0]),)
                 else:
                     a = None
@@ -497,6 +510,8 @@ def _binary(rec, op, raw):
                     c = x2._version
                     if c is None:
                         c = x2._version = [0]
+                    elif len(c) > 1:
+                        c[1] = True
                     versions += ((c, c[0]),)
                 else:
                     b = None
@@ -573,8 +588,12 @@ def _generic(rec, op, raw):
         if strip:
             out = out[0]
         t = rec.wrap_out(out)
-        if view and isinstance(t, Tensor) and isinstance(args[0], Tensor):
-            _share_version(args[0], t)
+        if view and isinstance(args[0], Tensor):
+            if isinstance(t, Tensor):
+                _share_version(args[0], t, inplace.Call(name, raws[1:], kwargs))
+            else:  # unstack: a view per output
+                for i, ti in enumerate(t):
+                    _share_version(args[0], ti, inplace.Call(name, raws[1:], kwargs, i))
         return t
 
     return generic
@@ -590,7 +609,7 @@ def _getitem_method(rec, getitem):
         rkey = rec.raw_key(key)
         out = getitem(self, key=rkey)
         if _is_basic(rkey):  # a view: writes through either are seen by both
-            _share_version(self, out)
+            _share_version(self, out, inplace.Index(rkey))
         return out
 
     return __getitem__

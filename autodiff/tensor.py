@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import graph
 
-__all__ = ["Tensor"]
+__all__ = ["Tensor", "exported"]
 
 
 class Tensor:
@@ -75,7 +75,8 @@ class Tensor:
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
         given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
         # only what was given: libraries before DLPack 1.0 take stream= alone
-        return self.data.__dlpack__(**{k: v for k, v in given.items() if v is not None})
+        data = exported(self, "__dlpack__")
+        return data.__dlpack__(**{k: v for k, v in given.items() if v is not None})
 
     def __dlpack_device__(self):
         return self.data.__dlpack_device__()
@@ -151,7 +152,7 @@ class Tensor:
         """The same values, cut from the graph (shares memory, and the version
         counter: an in-place change through it is seen by nodes that saved self)."""
         t = self._rec.wrap(self.data)
-        t._version = graph.version_counter(self)
+        graph.share_version(self, t)  # an alias with no view to take again (see inplace.py)
         return t
 
     def backward(self, grad=None, *, retain_graph=False, create_graph=False):
@@ -188,6 +189,34 @@ class Tensor:
 
     __str__ = __repr__
 
+
+def exported(t, what):
+    """``t.data`` for a conversion to a foreign array (``numpy.asarray(t)``, DLPack, the
+    buffer protocol), refused while ``t`` requires grad: the foreign array has no
+    graph, so whatever is computed from it would get no gradient, silently."""
+    if t._rg:
+        raise RuntimeError(
+            f"{what}: can't convert a tensor that requires grad to a foreign array: the "
+            "graph would be cut silently and gradients lost. Use the namespace's functions "
+            "to keep the gradient, or call .detach() first (numpy.asarray(t.detach())) "
+            "if no gradient should flow"
+        )
+    return t.data
+
+
+def _array(self, dtype=None, copy=None):
+    data = exported(self, "__array__")
+    return data.__array__(dtype) if copy is None else data.__array__(dtype, copy=copy)
+
+
+def _buffer(self, flags, /):
+    return exported(self, "__buffer__").__buffer__(flags)
+
+
+# Conversions bound on a subclass where its backend's arrays offer them (``__array__`` on
+# numpy and array_api_strict arrays, ``__buffer__`` on strict's), so that a Tensor converts
+# exactly as its backend array does.
+CONVERSIONS = {"__array__": _array, "__buffer__": _buffer}
 
 # Operators of the standard, bound on each subclass to the namespace's functions.
 BINARY_OPERATORS = {

@@ -204,8 +204,12 @@ class custom_vjp:
         def f(x, y): ...
         f.defvjp(fwd, bwd)   # fwd(*args) -> (out, residuals); bwd(residuals, g) -> grads
 
-    ``fwd`` and ``bwd`` run without recording; ``bwd`` returns one gradient (or
-    None) per positional argument.
+    ``bwd`` returns one gradient (or None) per positional argument. ``fwd`` runs
+    without recording. Under ``create_graph`` (``hessian``, ``grad`` of ``grad``),
+    ``fwd`` runs again on the recorded inputs, so the residuals depend on them, and
+    ``bwd`` is recorded: written with the namespace's functions, it is itself
+    differentiated. A ``bwd`` that can't be (it returns foreign arrays, or converts
+    a tensor that requires grad) raises instead of giving a zero.
     """
 
     def __init__(self, fun):
@@ -225,17 +229,65 @@ class custom_vjp:
         plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
         with graph.no_grad():
             out, residuals = self.fwd(*plain)
-        bwd = self.bwd
-
-        def rule(xp, g, ans, *raw_args):
-            with graph.no_grad():
-                grads = bwd(residuals, g if xp.records else rec.wrap(g))
-            if not isinstance(grads, (tuple, list)):
-                grads = (grads,)
-            if xp.records:
-                return tuple(None if r is None else r.detach() for r in grads)
-            return tuple(None if r is None else r.data for r in grads)
-
-        op = Op(getattr(self.fun, "__name__", "custom_vjp"), "custom", vjp=rule, saves=())
+        name = getattr(self.fun, "__name__", "custom_vjp")
+        op = Op(
+            name,
+            "custom",
+            vjp=functools.partial(_custom_rule, self.bwd, name, rec),
+            residuals=functools.partial(_custom_residuals, self.fwd),
+        )
         raws = [a.data if isinstance(a, Tensor) else a for a in args]
-        return rec.record(op, out.data, args, raws, {})
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        for o in outs:
+            if not isinstance(o, Tensor) or type(o) is not rec.cls:
+                raise TypeError(
+                    f"custom_vjp '{name}': fwd must return Tensors of {rec.namespace.__name__} "
+                    f"as its output, got {type(o).__name__}"
+                )
+        data = type(out)(o.data for o in out) if outs is out else out.data
+        return rec.record(op, data, args, raws, {}, residuals)
+
+
+def _custom_residuals(fwd, xp, *args):
+    """The residuals of ``fwd`` recomputed from the recorded inputs (under ``create_graph``)."""
+    with graph.enable_grad():
+        return fwd(*args)[1]
+
+
+def _custom_rule(bwd, name, rec, xp, g, residuals, *args):
+    """The VJP of a custom_vjp function: the user's ``bwd``, on Tensors in both modes."""
+    if xp.records:
+        with graph.enable_grad():
+            grads = bwd(residuals, g)
+    else:
+        lift = rec.wrap if not isinstance(g, tuple) else lambda gs: tuple(map(rec.wrap, gs))
+        with graph.no_grad():
+            grads = bwd(residuals, lift(g))
+    if not isinstance(grads, (tuple, list)):
+        grads = (grads,)
+    if len(grads) != len(args):
+        raise ValueError(
+            f"custom_vjp '{name}': bwd returned {len(grads)} gradients for {len(args)} arguments"
+        )
+    out = []
+    for i, r in enumerate(grads):
+        if r is None or (isinstance(r, Tensor) and xp.records):
+            out.append(r)
+        elif isinstance(r, Tensor):
+            out.append(r.data)
+        elif xp.records:
+            # A foreign array: no graph leads back from it to g or the residuals.
+            raise TypeError(
+                f"custom_vjp '{name}': under create_graph, bwd returned a "
+                f"{type(r).__name__} for argument {i}, which can't be differentiated: "
+                "compute it with the namespace's functions on the Tensors bwd is given"
+            )
+        else:
+            r = rec.raw(r, name)
+            if not rec.backend.is_array(r):
+                raise TypeError(
+                    f"custom_vjp '{name}': bwd returned a {type(r).__name__} for argument "
+                    f"{i}, not an array of {rec.namespace.__name__}"
+                )
+            out.append(r)
+    return tuple(out)

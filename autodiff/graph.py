@@ -29,6 +29,7 @@ __all__ = [
     "MultiNode",
     "Meta",
     "Outer",
+    "Zeros",
     "Pass",
     "backward",
     "gradients",
@@ -206,6 +207,42 @@ class Outer:
         return xp.matrix_transpose(a) @ xp.concat([o.b for o in outers], axis=0)
 
 
+class Zeros:
+    """A cotangent ``g`` with the mask of its structural zeros: the positions where it
+    is zero whatever the forward values (the branch ``where`` does not take, the region
+    ``x[key] = v`` overwrote). With ``flip``, the zeros are where ``mask`` is False
+    (``where``'s condition as it is, for its second branch: no negation computed).
+
+    The rules of ``where`` and ``__setitem__`` hand them to the backward pass, which
+    keeps those positions exactly zero through the element-wise rules upstream, while
+    the positions still match one to one: there ``g * f'(x)`` would be ``0 * inf = NaN``
+    where the untaken branch computed ``sqrt(-1)`` or ``0 / 0``, and the true gradient
+    is 0. The mask is dropped at the first op that is not element-wise, and where the
+    gradients of both branches of one ``where`` meet again (no zeros in common).
+    """
+
+    __slots__ = ("g", "mask", "flip")
+
+    def __init__(self, g, mask, flip=False):
+        self.g, self.mask, self.flip = g, mask, flip
+
+
+def _zeroed(xp, mask, g):
+    """``g`` with the structural zeros ``mask = (array, flip)`` set to exactly 0."""
+    m, flip = mask
+    return xp.where(m, g, 0.0) if flip else xp.where(m, 0.0, g)
+
+
+def _common(a, b):
+    """The structural zeros two gradients have in common (None: none known)."""
+    if a is None or b is None:
+        return None
+    (ma, fa), (mb, fb) = a, b
+    if ma is mb:
+        return a if fa == fb else None  # the two branches of one where: disjoint
+    return ((~ma if fa else ma) & (~mb if fb else mb), False)
+
+
 # -- version counters: in-place writes -------------------------------------------------
 # A tensor's counter is made on first use and shared by its views: ``[n]`` when a node
 # made it to save the tensor, ``[n, saved, views]`` when a view or ``detach`` made it
@@ -352,6 +389,9 @@ class Pass:
                 heappush(heap, (-node.seq, node))
             self._buffer(buffers, node, index, g)
         captured = {}
+        # node -> mask of the structural zeros of its pending gradient (see Zeros): only
+        # while every gradient that reached it so far had one.
+        masks = {}
         fit, add, raw, xp = self.fit, self.add, not self.create, self.xp
         # The next node and its gradient, while it is the only one pending: a chain runs
         # without the heap or the buffers.
@@ -373,6 +413,13 @@ class Pass:
             edges = node.edges
             if node.versions or node.args is None:
                 _check_node(node)
+            mask = masks.pop(node, None) if masks else None
+            if mask is not None:
+                if not op.elementwise:
+                    mask = None  # positions no longer match one to one
+                else:  # a rule that reads no array (g, -g, g * 0.9) keeps zeros zero
+                    saved = node.args  # one or two arguments
+                    clean = node.ans is None and _is_constant(saved[0]) and _is_constant(saved[-1])
             try:
                 if raw and op.elementwise:
                     # Hot path: element-wise rules on raw arrays, no kwargs, and for one
@@ -424,12 +471,20 @@ class Pass:
                 if gi is None:
                     continue
                 parent, index, shape, dtype = e
-                if type(gi) is Outer:
+                gm = mask
+                kind = type(gi)
+                if kind is Outer:
                     if parent is None and gi.shape == shape and gi.dtype == dtype:
                         if targets is None:  # a leaf: summed with its other steps at the end
                             self.defer(index, gi)
                         continue
                     gi = gi.value(xp)
+                elif kind is Zeros:
+                    gi, gm = gi.g, (gi.mask, gi.flip)
+                if mask is not None and not clean and gi.shape == mask[0].shape:
+                    gi = _zeroed(xp, mask, gi)  # 0, not 0 * f'(x) = 0 * inf
+                if gm is not None and gm[0].shape != shape:  # a broadcast input: summed
+                    gm = None
                 if not fitted and (gi.shape != shape or gi.dtype != dtype):
                     gi = fit(gi, shape, dtype)
                 if parent is None:
@@ -437,11 +492,18 @@ class Pass:
                         self.accumulate_leaf(index, gi)
                 elif parent is nxt:
                     nxt_g = add(nxt_g, gi)
+                    if masks:
+                        _merge(masks, parent, gm)
                 elif parent.outs is None:
                     old = buffers.get(parent)
                     if old is not None:
                         buffers[parent] = add(old, gi)
-                    elif nxt is None and not heap:
+                        if masks:
+                            _merge(masks, parent, gm)
+                        continue
+                    if gm is not None:
+                        masks[parent] = gm
+                    if nxt is None and not heap:
                         nxt, nxt_g = parent, gi
                     else:
                         if nxt is not None:  # two pending now: back to the heap
@@ -608,6 +670,22 @@ def gradients(t, g, targets, create_graph=False, retain_graph=False):
     if type(g) is not t._rec.cls:
         g = run.lift(g)
     return run.run([(t._node, t._index)], [g], retain_graph=retain_graph, targets=targets)
+
+
+def _is_constant(a):
+    """A saved argument that is not an array: a Python scalar, or None (not saved)."""
+    return a is None or isinstance(a, (int, float))
+
+
+def _merge(masks, node, mask):
+    """Another gradient reached ``node``: its structural zeros are those of both."""
+    old = masks.get(node)
+    if old is not None:
+        both = _common(old, mask)
+        if both is None:
+            del masks[node]
+        else:
+            masks[node] = both
 
 
 def _reachable(roots, stop):

@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-CASES = ("chain", "mlp", "cnn", "gru", "attention", "conv", "maxpool", "cross_entropy")
+CASES = ("chain", "mlp", "cnn", "gru", "attention", "conv", "maxpool", "cross_entropy", "where")
 
 
 def main(argv=None):

@@ -1,3 +1,9 @@
+import os
+
+# scipy reads SCIPY_ARRAY_API at its first import: before any test module imports it
+# (tests/test_third_party.py runs scipy on Tensors).
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 import numpy as np
 import pytest
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..graph import Zeros
 from ..registry import defop
 
 
@@ -57,9 +58,10 @@ def _getitem(xp, g, ans, x, *, key):
 
 
 def _setitem_x(xp, g, ans, x, value, *, key):
+    # the overwritten region is a structural zero (see graph.Zeros)
     mask = xp.zeros(g.shape, dtype=xp.bool, device=g.device)
     mask[key] = True
-    return xp.where(mask, xp.zeros_like(g), g)
+    return Zeros(xp.where(mask, xp.zeros_like(g), g), mask)
 
 
 def _setitem_value(xp, g, ans, x, value, *, key):

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from ..graph import Zeros
 from ..registry import defop
 from ._util import nondiff
 
 
 def _where_true(xp, g, ans, condition, x1, x2):
-    return xp.where(condition, g, xp.zeros_like(g))
+    # where x2 is taken, x1's cotangent is a structural zero (see graph.Zeros)
+    c = condition if condition.shape == g.shape else xp.broadcast_to(condition, g.shape)
+    return Zeros(xp.where(c, g, xp.zeros_like(g)), c, flip=True)
 
 
 def _where_false(xp, g, ans, condition, x1, x2):
-    return xp.where(condition, xp.zeros_like(g), g)
+    c = condition if condition.shape == g.shape else xp.broadcast_to(condition, g.shape)
+    return Zeros(xp.where(c, xp.zeros_like(g), g), c)
 
 
 defop("where", None, _where_true, _where_false, chapter="searching", saves=(0,))

@@ -471,7 +471,7 @@ class Pass:
                 if gi is None:
                     continue
                 parent, index, shape, dtype = e
-                gm = mask
+                gm = None
                 kind = type(gi)
                 if kind is Outer:
                     if parent is None and gi.shape == shape and gi.dtype == dtype:
@@ -479,12 +479,8 @@ class Pass:
                             self.defer(index, gi)
                         continue
                     gi = gi.value(xp)
-                elif kind is Zeros:
-                    gi, gm = gi.g, (gi.mask, gi.flip)
-                if mask is not None and not clean and gi.shape == mask[0].shape:
-                    gi = _zeroed(xp, mask, gi)  # 0, not 0 * f'(x) = 0 * inf
-                if gm is not None and gm[0].shape != shape:  # a broadcast input: summed
-                    gm = None
+                elif kind is Zeros or mask is not None:
+                    gi, gm = _masked(xp, gi, mask, mask is not None and clean, shape)
                 if not fitted and (gi.shape != shape or gi.dtype != dtype):
                     gi = fit(gi, shape, dtype)
                 if parent is None:
@@ -670,6 +666,19 @@ def gradients(t, g, targets, create_graph=False, retain_graph=False):
     if type(g) is not t._rec.cls:
         g = run.lift(g)
     return run.run([(t._node, t._index)], [g], retain_graph=retain_graph, targets=targets)
+
+
+def _masked(xp, g, mask, clean, shape):
+    """(gradient, its structural zeros) for an input of ``shape``: the incoming ``mask``
+    kept exactly zero (unless the rule read no values), a rule's own Zeros unpacked."""
+    gm = mask
+    if type(g) is Zeros:
+        g, gm = g.g, (g.mask, g.flip)
+    if mask is not None and not clean and g.shape == mask[0].shape:
+        g = _zeroed(xp, mask, g)  # 0, not 0 * f'(x) = 0 * inf
+    if gm is not None and gm[0].shape != shape:  # a broadcast input: summed
+        gm = None
+    return g, gm
 
 
 def _is_constant(a):

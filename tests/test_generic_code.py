@@ -186,6 +186,41 @@ def test_inplace_through_a_reshape_or_transpose_view(xp):
     np.testing.assert_allclose(val(z0.grad), [[0.0, 0.0, 4.0], [6.0, 8.0, 10.0]])
 
 
+# view of z (2, 3) in the namespace, the same view of a numpy array (writes go through)
+VIEWS = {
+    "expand_dims": (lambda xp, z: xp.expand_dims(z, axis=0), lambda a: np.expand_dims(a, 0)),
+    "permute_dims": (lambda xp, z: xp.permute_dims(z, (1, 0)), lambda a: a.T),
+    "flip": (lambda xp, z: xp.flip(z, axis=1), lambda a: np.flip(a, 1)),
+    "unstack": (lambda xp, z: xp.unstack(z, axis=1)[2], lambda a: a[:, 2]),
+    "moveaxis": (lambda xp, z: xp.moveaxis(z, 0, 1), lambda a: np.moveaxis(a, 0, 1)),
+    "negative-step": (lambda xp, z: z[::-1, 1:], lambda a: a[::-1, 1:]),
+    "view-of-a-view": (lambda xp, z: xp.flip(z[:, 1:], axis=0), lambda a: np.flip(a[:, 1:], 0)),
+    "reshape-then-slice": (
+        lambda xp, z: xp.reshape(z, (3, 2))[1:, :],
+        lambda a: a.reshape(3, 2)[1:],
+    ),
+}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_inplace_through_every_kind_of_view(xp, view):
+    take, take_np = VIEWS[view]
+    a0 = np.arange(1.0, 7.0).reshape(2, 3)
+    weights = a0[::-1] * 0.5
+    z0 = leaf(xp, a0)
+    z = z0 * 1.0
+    row = z[0, :]
+    v = take(xp, z)
+    v *= 10.0
+    a = a0.copy()
+    take_np(a)[...] *= 10.0  # what numpy's views do
+    np.testing.assert_array_equal(val(z), a)
+    np.testing.assert_array_equal(val(v), take_np(a))
+    np.testing.assert_array_equal(val(row), a[0])
+    xp.sum(z * xp.asarray(weights)).backward()
+    np.testing.assert_array_equal(val(z0.grad), np.where(a != a0, 10.0, 1.0) * weights)
+
+
 def test_a_write_through_a_broadcast_view_is_refused(xp):
     z = leaf(xp, X) * 1.0
     b = xp.broadcast_to(z, (2, 3))

@@ -103,7 +103,7 @@ def test_third_party(case, backend):
         _run(case, backend)
     except (Exception, pytest.fail.Exception) as exc:  # pytest.raises: Failed
         expect = case.expectation(backend)
-        notes = [f"known engine defect: {case.defect}"] if case.defect else []
+        notes = []
         if isinstance(expect, Raises) and expect.why:
             notes.append(f"expected {expect!r}: the library {expect.why}")
         for note in notes if hasattr(exc, "add_note") else ():

@@ -20,9 +20,6 @@ or per backend (``{"numpy": ..., "strict": ...}``):
   the standard that has no gradient rule yet; or the library's own error where it rejects
   the namespace itself (as it rejects raw array_api_strict arrays).
 
-``defect`` tags a case that fails against an engine with a known defect: the expectation
-stays the true one, so that the case passes once the engine is fixed.
-
 The libraries are imported lazily (``_Lazy``), so that a missing one skips its own cases
 only, and scipy reads ``SCIPY_ARRAY_API=1`` (set in conftest.py) at its first import.
 """
@@ -79,12 +76,6 @@ COMPLEX = Raises(NotImplementedError, ("complex", "not supported yet"))
 # as on any writeable array).
 LEAF_WRITE = Raises(RuntimeError, ("leaf tensor that requires grad", "in place"))
 
-# Known engine defects (tags of cases that fail against this snapshot).
-MULTI_OUTPUT = "multi-output op decides differentiability from its first output (broadcast_arrays)"
-VIEW_WRITE = "in-place op through a view of a recorded tensor raises"
-SAVED_WRITE = "in-place change of a saved no-grad tensor raises at backward"
-NAN_BRANCH = "NaN gradient from an untaken (overwritten) branch: 0 * NaN"
-
 
 def no_vjp(name):
     """A function of the standard without a gradient rule yet, named in the message."""
@@ -102,7 +93,6 @@ class Case:
     rtol: float = 1e-9  # forward against the NumPy reference
     atol: float = 1e-12
     mode: str = "auto"  # of check_grad
-    defect: str = ""  # a known engine defect that makes it fail today
 
     def expectation(self, backend):
         e = self.expect
@@ -200,7 +190,7 @@ sp("softmax", lambda x: special.softmax(x, axis=1), normal(2, 3))
 sp("log_softmax", lambda x: special.log_softmax(x, axis=-1), normal(2, 3))
 sp("xlogy", lambda x, y: special.xlogy(x, y), normal(4), positive(4))
 sp("xlog1py", lambda x, y: special.xlog1py(x, y), normal(4), positive(4), expect=HOST)
-sp("rel_entr", lambda x, y: special.rel_entr(x, y), positive(4), positive(4), defect=MULTI_OUTPUT)
+sp("rel_entr", lambda x, y: special.rel_entr(x, y), positive(4), positive(4))
 sp("entr", lambda x: special.entr(x), positive(4), expect=HOST)
 sp("kl_div", lambda x, y: special.kl_div(x, y), positive(4), positive(4), expect=HOST)
 sp("expit", lambda x: special.expit(x), normal(4), expect=HOST)
@@ -228,7 +218,7 @@ st("skew", lambda x: stats.skew(x), normal(6))
 st("skew-unbiased", lambda x: stats.skew(x, bias=False), normal(6))
 st("kurtosis", lambda x: stats.kurtosis(x), normal(6))
 st("kurtosis-pearson-unbiased", lambda x: stats.kurtosis(x, fisher=False, bias=False), normal(6))
-st("variation", lambda x: stats.variation(x, ddof=1), positive(5), defect=MULTI_OUTPUT)
+st("variation", lambda x: stats.variation(x, ddof=1), positive(5))
 st("zscore", lambda x: stats.zscore(x), normal(5))
 st("zscore-axis-ddof", lambda x: stats.zscore(x, axis=1, ddof=1), normal(2, 4))
 st("zmap", lambda s, c: stats.zmap(s, c), normal(3), normal(5))
@@ -239,11 +229,10 @@ st("hmean-weights", lambda x, w: stats.hmean(x, weights=w), positive(5), positiv
 st("pmean", lambda x: stats.pmean(x, 2.5), positive(5))
 # tvar/tstd/tsem: NaN outside the limits, then (x - mean)**2 masked by where (NaN * 0
 # reaches mean); var = mean(...)[()]; var *= factor (a view); factor from apply_where.
-TRIMMED = "; ".join([VIEW_WRITE, MULTI_OUTPUT, NAN_BRANCH])
-st("tmean", lambda x: stats.tmean(x, (-1.0, 1.0)), spread(7), defect=MULTI_OUTPUT)
-st("tvar", lambda x: stats.tvar(x, (-1.0, 1.0)), spread(7), defect=TRIMMED)
-st("tstd", lambda x: stats.tstd(x, (-1.0, 1.0)), spread(7), defect=TRIMMED)
-st("tsem", lambda x: stats.tsem(x, (-1.0, 1.0)), spread(7), defect=TRIMMED)
+st("tmean", lambda x: stats.tmean(x, (-1.0, 1.0)), spread(7))
+st("tvar", lambda x: stats.tvar(x, (-1.0, 1.0)), spread(7))
+st("tstd", lambda x: stats.tstd(x, (-1.0, 1.0)), spread(7))
+st("tsem", lambda x: stats.tsem(x, (-1.0, 1.0)), spread(7))
 st("tmin", lambda x: stats.tmin(x, -1.0), spread(7))
 st("tmax", lambda x: stats.tmax(x, 1.0), spread(7))
 st("sem", lambda x: stats.sem(x), normal(5))
@@ -256,13 +245,12 @@ st("describe-nobs", lambda x: stats.describe(x).nobs, normal(6), expect=FORWARD)
 # entropy(pk) calls special.entr (compiled); entropy(pk, qk) the generic rel_entr.
 st("entropy", lambda p: stats.entropy(p), positive(5), expect=HOST)
 st("entropy-base", lambda p: stats.entropy(p, base=2.0), positive(5), expect=HOST)
-st("entropy-qk", lambda p, q: stats.entropy(p, q), positive(5), positive(5), defect=MULTI_OUTPUT)
+st("entropy-qk", lambda p, q: stats.entropy(p, q), positive(5), positive(5))
 st(
     "entropy-qk-base",
     lambda p, q: stats.entropy(p, q, base=2.0),
     positive(5),
     positive(5),
-    defect=MULTI_OUTPUT,
 )
 st("differential_entropy", lambda x: stats.differential_entropy(x), spread(12))
 st(
@@ -310,9 +298,9 @@ st(
     wrt=(0,),
 )
 st("iqr", lambda x: stats.iqr(x), spread(7))
-# log(var(y)) goes through apply_where (cut: see MULTI_OUTPUT), the rest does not: a
-# silently wrong gradient.
-st("yeojohnson_llf", lambda x: stats.yeojohnson_llf(0.7, x), normal(6), defect=MULTI_OUTPUT)
+# log(var(y)) goes through apply_where, which broadcasts (cond, *args) in one call, the
+# bool first: once a silently wrong gradient (the multi-output op decided from the bool).
+st("yeojohnson_llf", lambda x: stats.yeojohnson_llf(0.7, x), normal(6))
 st("boxcox_llf", lambda x: stats.boxcox_llf(0.4, x), positive(6))
 st("circmean", lambda x: stats.circmean(x), positive(5, low=0.1, high=2.0))
 st("circvar", lambda x: stats.circvar(x), positive(5, low=0.1, high=2.0))
@@ -359,7 +347,7 @@ it(
     normal(5),
 )
 it("cumulative_simpson", lambda y: integrate.cumulative_simpson(y), normal(6))
-it("romb", lambda y: integrate.romb(y, dx=0.25), normal(9), defect=SAVED_WRITE)
+it("romb", lambda y: integrate.romb(y, dx=0.25), normal(9))
 
 
 # == scipy.cluster, scipy.optimize, scipy.signal ==========================================
@@ -459,14 +447,12 @@ xx(
     "apply_where",
     lambda x: xpx.apply_where(x > 0, x, _ns(x).sqrt, fill_value=-1.0),
     spread(6),
-    defect=MULTI_OUTPUT,
 )
 xx(
     "apply_where-f2",
     lambda x, y: xpx.apply_where(x > 0, (x, y), lambda a, b: _ns(a).log(a) * b, lambda a, b: a - b),
     spread(6),
     normal(6),
-    defect=MULTI_OUTPUT,
 )
 xx("argpartition", lambda x: _ns(x).sort(xpx.argpartition(x, 2)[:3]), spread(6), expect=FORWARD)
 # xpx.at updates a writeable array in place unless copy=True (a Tensor is writeable): on a
@@ -488,41 +474,36 @@ xx(
     expect=LEAF_WRITE,
 )
 xx("at-set-copy-false", lambda x: xpx.at(x)[0].set(1.0, copy=False), normal(3), expect=LEAF_WRITE)
-xx("at-add", lambda x, v: xpx.at(x)[::2].add(v, copy=True), normal(5), normal(3), defect=VIEW_WRITE)
+xx("at-add", lambda x, v: xpx.at(x)[::2].add(v, copy=True), normal(5), normal(3))
 xx(
     "at-add-computed",
     lambda x, v: xpx.at(x * 2.0)[::2].add(v),
     normal(5),
     normal(3),
-    defect=VIEW_WRITE,
 )
 xx(
     "at-subtract",
     lambda x, v: xpx.at(x)[1:].subtract(v, copy=True),
     normal(4),
     normal(3),
-    defect=VIEW_WRITE,
 )
 xx(
     "at-multiply",
     lambda x, v: xpx.at(x)[:2].multiply(v, copy=True),
     normal(4),
     normal(2),
-    defect=VIEW_WRITE,
 )
 xx(
     "at-divide",
     lambda x, v: xpx.at(x)[2:].divide(v, copy=True),
     normal(4),
     positive(2),
-    defect=VIEW_WRITE,
 )
 xx(
     "at-power",
     lambda x, v: xpx.at(x)[:2].power(v, copy=True),
     positive(4),
     normal(2),
-    defect=VIEW_WRITE,
 )
 xx(
     "at-min",
@@ -543,7 +524,6 @@ xx(
     lambda x, v: xpx.at(x)[1, :].add(v, copy=True),
     normal(2, 3),
     normal(3),
-    defect=VIEW_WRITE,
 )
 xx("atleast_nd", lambda x: xpx.atleast_nd(x, ndim=3), normal(3))
 xx(
@@ -689,7 +669,6 @@ sk(
     "StandardScaler",
     lambda x: preprocessing.StandardScaler().fit_transform(x),
     normal(5, 2),
-    defect=NAN_BRANCH,
 )
 sk("StandardScaler-mean", lambda x: preprocessing.StandardScaler().fit(x).mean_, normal(5, 2))
 sk(
@@ -703,14 +682,12 @@ sk(
     lambda x, z: preprocessing.StandardScaler().fit(x).transform(z),
     normal(5, 2),
     normal(2, 2),
-    defect=NAN_BRANCH,
 )
 sk(
     "StandardScaler-inverse",
     lambda x, z: preprocessing.StandardScaler().fit(x).inverse_transform(z),
     normal(5, 2),
     normal(2, 2),
-    defect=NAN_BRANCH,
 )
 sk("MinMaxScaler", lambda x: preprocessing.MinMaxScaler().fit_transform(x), spread(4, 2))
 sk(
@@ -827,12 +804,11 @@ def _pca(solver):
 
 sk("PCA-full", _pca("full"), normal(6, 3), expect=no_vjp("linalg.svd"))
 # eigenvals = flip(eigh(C)[0]); eigenvals[eigenvals < 0.0] = 0.0: a write into a view.
-sk("PCA-covariance_eigh", _pca("covariance_eigh"), normal(6, 3), defect=VIEW_WRITE)
+sk("PCA-covariance_eigh", _pca("covariance_eigh"), normal(6, 3))
 sk(
     "PCA-covariance_eigh-transform-abs",
     lambda x: _ns(x).abs(decomposition.PCA(1, svd_solver="covariance_eigh").fit_transform(x)),
     normal(6, 3),
-    defect=VIEW_WRITE,
 )
 sk(
     "Ridge-svd",

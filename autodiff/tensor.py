@@ -23,7 +23,8 @@ class Tensor:
     """An array of a wrapped namespace that records how it was computed."""
 
     __slots__ = ("data", "_node", "_index", "_rg", "grad", "_version", "_base", "__weakref__")
-    # numpy must defer ``ndarray * tensor`` to ``Tensor.__rmul__``.
+    # numpy must defer ``ndarray * tensor`` to ``Tensor.__rmul__`` (a subclass over numpy
+    # or cupy takes ufuncs itself: CONVERSIONS).
     __array_ufunc__ = None
     __array_priority__ = 1000
     _ns = None  # the public namespace; set on each subclass
@@ -213,10 +214,46 @@ def _buffer(self, flags, /):
     return exported(self, "__buffer__").__buffer__(flags)
 
 
+# NumPy's (and CuPy's) names of ufuncs whose standard name differs.
+_UFUNC_NAMES = {
+    "absolute": "abs",
+    "arccos": "acos",
+    "arccosh": "acosh",
+    "arcsin": "asin",
+    "arcsinh": "asinh",
+    "arctan": "atan",
+    "arctan2": "atan2",
+    "arctanh": "atanh",
+    "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+    "conjugate": "conj",
+    "power": "pow",
+}
+
+
+def _ufunc(self, ufunc, method, *inputs, **kwargs):
+    """``numpy.exp(t)``, ``ndarray * t``: a ufunc that is a function of the standard, called
+    plainly, is that function of the namespace (recorded); any other use (``out=``,
+    ``reduce``, a ufunc outside the standard) runs on the raw arrays, as a conversion
+    would, so it is refused for a tensor that requires grad."""
+    rec = self._rec
+    name = _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    if method == "__call__" and not kwargs and hasattr(rec.namespace, name):
+        return getattr(rec.xp, name)(*inputs)
+    what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    for out in kwargs.get("out", ()):
+        if isinstance(out, Tensor):
+            raise TypeError(f"{what}: out= can't be a Tensor; use the namespace's functions")
+    raws = [exported(a, what) if isinstance(a, Tensor) else a for a in inputs]
+    return getattr(ufunc, method)(*raws, **kwargs)
+
+
 # Conversions bound on a subclass where its backend's arrays offer them (``__array__`` on
 # numpy and array_api_strict arrays, ``__buffer__`` on strict's), so that a Tensor converts
 # exactly as its backend array does.
-CONVERSIONS = {"__array__": _array, "__buffer__": _buffer}
+CONVERSIONS = {"__array__": _array, "__buffer__": _buffer, "__array_ufunc__": _ufunc}
 
 # Operators of the standard, bound on each subclass to the namespace's functions.
 BINARY_OPERATORS = {

@@ -115,6 +115,29 @@ def test_every_export_of_a_tensor_requiring_grad_raises(xp, convert):
         np.testing.assert_array_equal(np.asarray(convert(x.detach())), X)
 
 
+# -- numpy ufuncs on a NumPy-backed Tensor --------------------------------------------
+def test_numpy_ufuncs_of_the_standard_are_the_namespace_functions():
+    xp = ad.Autodiff(np)
+    x = leaf(xp, X)
+    y = np.exp(x) * np.arange(3.0) + np.float64(2.0) * np.arctan2(x, 1.0)  # scipy's style
+    assert isinstance(y, ad.Tensor) and y.requires_grad
+    xp.sum(y).backward()
+    np.testing.assert_allclose(val(x.grad), np.exp(X) * np.arange(3.0) + 2.0 / (1 + X**2))
+
+
+def test_other_numpy_ufunc_uses_convert_and_so_refuse_a_tensor_requiring_grad():
+    xp = ad.Autodiff(np)
+    x = leaf(xp, X)
+    a = np.ones(3)
+    with pytest.raises(RuntimeError, match="numpy.add: .*requires grad"):
+        a += x  # out=a: the value would leave the graph
+    with pytest.raises(RuntimeError, match="numpy.add.reduce"):
+        np.add.reduce(x)
+    assert np.add.reduce(x.detach()) == pytest.approx(X.sum())
+    with pytest.raises(TypeError, match="out= can't be a Tensor"):
+        np.add(X, X, out=xp.asarray(np.zeros(3)))
+
+
 # -- a Tensor converts as its backend array does -----------------------------------------
 def test_tensors_convert_to_numpy_as_their_backend_arrays_do(xp):
     a = np.array([[1.0, 2.0], [3.0, 4.0]])

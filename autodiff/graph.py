@@ -682,8 +682,8 @@ def _masked(xp, g, mask, clean, shape):
 
 
 def _is_constant(a):
-    """A saved argument that is not an array: a Python scalar, or None (not saved)."""
-    return a is None or isinstance(a, (int, float))
+    """A saved argument that is not an array: a finite Python scalar, or None (not saved)."""
+    return a is None or (isinstance(a, (int, float)) and a - a == 0)
 
 
 def _merge(masks, node, mask):

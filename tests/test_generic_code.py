@@ -332,3 +332,11 @@ def test_second_derivative_through_an_untaken_nan_branch(xp):
         g = ad.grad(lambda t: xp.sum(xp.where(t > 0, xp.sqrt(t) ** 3, 0.0)))(x)
         xp.sum(g).backward()
     np.testing.assert_allclose(val(x.grad), [0.0, 0.75 / 2.0])  # (t^1.5)" = 0.75 / sqrt(t)
+
+
+def test_an_infinite_scalar_in_the_untaken_branch(xp):
+    x = leaf(xp, [1.0, 2.0])
+    with np.errstate(invalid="ignore"):
+        y = xp.where(xp.asarray([True, False]), x * float("inf"), x)
+        xp.sum(y).backward()
+    np.testing.assert_array_equal(val(x.grad), [np.inf, 1.0])  # 0 * inf only where untaken

@@ -7,14 +7,22 @@ from ..registry import defop
 from ._util import nondiff
 
 
+def _mask(xp, condition, g):
+    """``condition`` as a boolean array of ``g``'s shape (the same object where it is one:
+    the two branches' masks are then known to be disjoint, see graph.Zeros)."""
+    if getattr(condition, "shape", None) == g.shape:
+        return condition
+    return xp.broadcast_to(xp.asarray(condition, device=g.device), g.shape)
+
+
 def _where_true(xp, g, ans, condition, x1, x2):
     # where x2 is taken, x1's cotangent is a structural zero (see graph.Zeros)
-    c = condition if condition.shape == g.shape else xp.broadcast_to(condition, g.shape)
+    c = _mask(xp, condition, g)
     return Zeros(xp.where(c, g, xp.zeros_like(g)), c, flip=True)
 
 
 def _where_false(xp, g, ans, condition, x1, x2):
-    c = condition if condition.shape == g.shape else xp.broadcast_to(condition, g.shape)
+    c = _mask(xp, condition, g)
     return Zeros(xp.where(c, xp.zeros_like(g), g), c)
 
 

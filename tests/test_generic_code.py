@@ -340,3 +340,15 @@ def test_an_infinite_scalar_in_the_untaken_branch(xp):
         y = xp.where(xp.asarray([True, False]), x * float("inf"), x)
         xp.sum(y).backward()
     np.testing.assert_array_equal(val(x.grad), [np.inf, 1.0])  # 0 * inf only where untaken
+
+
+@pytest.mark.parametrize("test", ["ttest_1samp", "jarque_bera", "skewtest", "chisquare"])
+def test_scipy_tests_that_convert_run_on_tensors_that_need_no_grad(xp, test):
+    # their p-values convert to NumPy: fine for a tensor that doesn't require grad
+    stats = pytest.importorskip("scipy.stats")
+    x = np.random.default_rng(0).uniform(0.5, 2.0, 12)
+    args = (x, 0.5) if test == "ttest_1samp" else (x,)
+    want = getattr(stats, test)(*args)
+    got = getattr(stats, test)(xp.asarray(x), *args[1:])
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(val(g), w, rtol=1e-12)

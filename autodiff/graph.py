@@ -393,6 +393,7 @@ class Pass:
         # while every gradient that reached it so far had one.
         masks = {}
         fit, add, raw, xp = self.fit, self.add, not self.create, self.xp
+        zeros = Zeros  # local: the edge loop is the hot path
         # The next node and its gradient, while it is the only one pending: a chain runs
         # without the heap or the buffers.
         nxt = nxt_g = None
@@ -479,7 +480,7 @@ class Pass:
                             self.defer(index, gi)
                         continue
                     gi = gi.value(xp)
-                elif kind is Zeros or mask is not None:
+                elif mask is not None or kind is zeros:
                     gi, gm = _masked(xp, gi, mask, mask is not None and clean, shape)
                 if not fitted and (gi.shape != shape or gi.dtype != dtype):
                     gi = fit(gi, shape, dtype)

@@ -138,6 +138,19 @@ def test_other_numpy_ufunc_uses_convert_and_so_refuse_a_tensor_requiring_grad():
         np.add(X, X, out=xp.asarray(np.zeros(3)))
 
 
+def test_the_namespaces_from_dlpack_refuses_a_tensor_requiring_grad(xp):
+    x = leaf(xp, X)
+    with pytest.raises(RuntimeError, match="from_dlpack: .*requires grad"):
+        xp.from_dlpack(x)
+    other = ad.Autodiff(np).asarray(X)  # a Tensor of any namespace moves its buffer
+    np.testing.assert_array_equal(val(xp.from_dlpack(other)), X)
+    leaf2 = xp.from_dlpack(other, requires_grad=True)
+    assert leaf2.requires_grad
+    with ad.no_grad():
+        leaf2 *= 2.0
+    np.testing.assert_array_equal(val(other), X)  # the leaf owns its buffer
+
+
 # -- a Tensor converts as its backend array does -----------------------------------------
 def test_tensors_convert_to_numpy_as_their_backend_arrays_do(xp):
     a = np.array([[1.0, 2.0], [3.0, 4.0]])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..graph import is_grad_enabled
 from ..namespace import recorder_of
 from ..registry import CONST, defop
-from ..tensor import Tensor
+from ..tensor import Tensor, exported
 
 
 def _has_tensor(obj):
@@ -67,6 +67,17 @@ def _asarray_public(f, rec):
     return asarray
 
 
+def _from_dlpack_public(f, rec):
+    def from_dlpack(x, /, *, device=None, copy=None, requires_grad=False):
+        if isinstance(x, Tensor):  # of any namespace: its buffer, refused if it requires grad
+            x = exported(x, "from_dlpack")
+        if requires_grad and copy is None:
+            copy = True  # a trainable leaf owns its buffer (as asarray's)
+        return f(x, device=device, copy=copy, requires_grad=requires_grad)
+
+    return from_dlpack
+
+
 def _tri(which):
     return lambda xp, g, ans, x, *, k=0: getattr(xp, which)(g, k=k)
 
@@ -83,11 +94,12 @@ def _meshgrid(xp, gs, ans, *arrays, indexing="xy"):
 
 
 for _name in (
-    "arange", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",
+    "arange", "empty", "empty_like", "eye", "full", "full_like", "linspace",
     "ones", "ones_like", "zeros", "zeros_like",
 ):  # fmt: skip
     defop(_name, chapter="creation", kind=CONST, style="creation")
 defop("asarray", chapter="creation", kind=CONST, style="creation", public=_asarray_public)
+defop("from_dlpack", chapter="creation", kind=CONST, style="creation", public=_from_dlpack_public)
 defop("tril", _tri("tril"), chapter="creation", saves=())
 defop("triu", _tri("triu"), chapter="creation", saves=())
 defop(

@@ -156,6 +156,28 @@ class Tensor:
         graph.share_version(self, t)  # an alias with no view to take again (see inplace.py)
         return t
 
+    def __copy__(self):
+        """A second handle on the same value, node and buffer."""
+        t = self._rec.wrap(self.data)
+        for slot in ("_node", "_index", "_rg", "grad", "_version", "_base"):
+            setattr(t, slot, getattr(self, slot))
+        return t
+
+    def __deepcopy__(self, memo):
+        """A new leaf with a copy of the values (and of ``grad``), as torch: a computed
+        tensor can't be deep-copied (its graph would be shared), detach it first."""
+        if self._node is not None:
+            raise RuntimeError(
+                "deepcopy: only leaf tensors can be deep-copied, not computed ones; "
+                "use .detach() first"
+            )
+        t = self._rec.wrap(self._rec.backend.asarray(self.data, copy=True))
+        t._rg = self._rg
+        if self.grad is not None:
+            t.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
     def backward(self, grad=None, *, retain_graph=False, create_graph=False):
         """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf it depends on."""
         graph.backward(self, grad, retain_graph, create_graph)

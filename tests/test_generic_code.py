@@ -151,6 +151,26 @@ def test_the_namespaces_from_dlpack_refuses_a_tensor_requiring_grad(xp):
     np.testing.assert_array_equal(val(other), X)  # the leaf owns its buffer
 
 
+def test_copy_and_deepcopy_as_in_torch(xp):
+    import copy
+
+    x = leaf(xp, X)
+    xp.sum(x * x).backward()
+    d = copy.deepcopy(x)
+    assert d.requires_grad and d.is_leaf and d is not x
+    np.testing.assert_array_equal(val(d), X)
+    np.testing.assert_array_equal(val(d.grad), 2 * X)
+    with ad.no_grad():
+        d *= 0.0
+    np.testing.assert_array_equal(val(x), X)  # its own buffer
+    y = x * 3.0
+    c = copy.copy(y)  # the same value and node
+    xp.sum(c).backward()
+    np.testing.assert_array_equal(val(x.grad), 2 * X + 3.0)
+    with pytest.raises(RuntimeError, match="leaf"):
+        copy.deepcopy(y)
+
+
 # -- a Tensor converts as its backend array does -----------------------------------------
 def test_tensors_convert_to_numpy_as_their_backend_arrays_do(xp):
     a = np.array([[1.0, 2.0], [3.0, 4.0]])

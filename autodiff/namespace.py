@@ -124,6 +124,7 @@ class Recorder:
     def __init__(self, B):
         self.backend = B
         self._real = {}  # dtype -> whether it is real floating (differentiable)
+        self._complex = {}  # dtype -> whether it is complex floating (refused for now)
         self.cls = cls = type("Tensor", (Tensor,), {"__slots__": (), "__module__": "autodiff"})
         cls._rec = self
         xp = self.xp = types.SimpleNamespace(
@@ -307,8 +308,10 @@ class Recorder:
         """Whether an output of ``dtype`` gets a gradient (real floating)."""
         real = self._real.get(dtype)
         if real is None:  # isdtype is slow (microseconds): once per dtype
-            real = self._real[dtype] = bool(self.backend.isdtype(dtype, "real floating"))
-        if not real and self.backend.isdtype(dtype, "complex floating"):
+            B = self.backend
+            real = self._real[dtype] = bool(B.isdtype(dtype, "real floating"))
+            self._complex[dtype] = bool(B.isdtype(dtype, "complex floating"))
+        if not real and self._complex[dtype]:
             raise NotImplementedError(
                 f"{op.name}: the result is complex ({dtype}); gradients through "
                 "complex values are not supported yet"

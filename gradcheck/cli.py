@@ -58,6 +58,11 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
         spec = SPECS[name]
         for sample in spec.samples(seed):
             f = lambda *t, s=sample: s.call(xp, *t)  # noqa: E731
+            missing = _unsupported(xp, sample)
+            if missing is not None:
+                yield {"op": name, "sample": sample.label, "order": 1, "status": "unsupported",
+                       "max_abs": None, "max_rel": None, "detail": missing}  # fmt: skip
+                continue
             atol, rtol = spec.tolerances(TOLERANCES[dtype])
             first = {"atol": atol, "rtol": rtol, "mode": mode}
             checks = [(1, check_grad, first)]
@@ -74,6 +79,21 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
                     rec.update(status="ERROR", max_abs=None, max_rel=None,
                                detail=f"{type(exc).__name__}: {exc}")  # fmt: skip
                 yield rec
+
+
+def _unsupported(xp, sample):
+    """Why the backend can't run the sample's forward at all (NotImplementedError from
+    the library itself, e.g. unique_all in array_api_compat's torch), else None."""
+    import autodiff as ad
+
+    try:
+        with ad.no_grad():
+            sample.call(xp, *[xp.asarray(np.asarray(a)) for a in sample.inputs])
+    except NotImplementedError as exc:
+        return f"the backend lacks it: {exc}"
+    except Exception:  # any other error is the checks' to report
+        return None
+    return None
 
 
 def _progress(i, n, name):
@@ -134,34 +154,41 @@ def main(argv=None):
             for key, field in (("abs", "max_abs"), ("rel", "max_rel")):
                 if rec[field] is not None and np.isfinite(rec[field]):
                     agg[key] = max(agg[key], rec[field])
-            if rec["status"] not in ("ok", "nondiff"):
+            if rec["status"] not in ("ok", "nondiff", "unsupported"):
                 agg["bad"].append(rec)
-            elif rec["status"] == "nondiff":
-                agg.setdefault("kinks", []).append(rec)
+            elif rec["status"] != "ok":
+                agg.setdefault(rec["status"], []).append(rec)
     except SystemExit as exc:
         print(exc, file=sys.stderr)
         return 2
     if progress:
         sys.stderr.write("\r\033[K")
-    failed = [r for r in records if r["status"] not in ("ok", "nondiff")]
+    failed = [r for r in records if r["status"] not in ("ok", "nondiff", "unsupported")]
     kinks = [r for r in records if r["status"] == "nondiff"]
+    unsupported = [r for r in records if r["status"] == "unsupported"]
     if not args.quiet:
         print(f"{'op':28s} {'checks':>6s} {'max abs err':>11s} {'max rel err':>11s}  status")
         for name, agg in per_op.items():
             status = "ok" if not agg["bad"] else f"FAIL ({len(agg['bad'])})"
-            if agg.get("kinks"):
-                status += f", {len(agg['kinks'])} at a kink"
+            if agg.get("nondiff"):
+                status += f", {len(agg['nondiff'])} at a kink"
+            if agg.get("unsupported"):
+                status += f", {len(agg['unsupported'])} not in the backend"
             errs = f"{_fmt(agg['abs']):>11s} {_fmt(agg['rel']):>11s}"
             print(f"{name:28s} {agg['n']:6d} {errs}  {status}")
     for r in kinks:
         print(f"KINK {r['op']} [{r['sample']}] order {r['order']}: {r['detail']}")
+    for r in unsupported:
+        print(f"UNSUPPORTED {r['op']} [{r['sample']}]: {r['detail']}")
     for r in failed:
         print(f"{r['status']} {r['op']} [{r['sample']}] order {r['order']}: {r['detail']}")
     dt = time.perf_counter() - t0
     at_kinks = f", {len(kinks)} at non-differentiable points" if kinks else ""
+    lacking = f", {len(unsupported)} the backend can't run" if unsupported else ""
+    passed = len(records) - len(failed) - len(unsupported)
     print(f"{len(per_op)} ops, {len(records)} checks on {args.backend} ({args.dtype}, "
-          f"{args.mode}): {len(records) - len(failed)} passed, {len(failed)} failed"
-          f"{at_kinks} in {dt:.1f} s")  # fmt: skip
+          f"{args.mode}): {passed} passed, {len(failed)} failed{at_kinks}{lacking} "
+          f"in {dt:.1f} s")  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(records, fh, indent=1)

@@ -385,3 +385,16 @@ def test_scipy_tests_that_convert_run_on_tensors_that_need_no_grad(xp, test):
     got = getattr(stats, test)(xp.asarray(x), *args[1:])
     for w, g in zip(want, got):
         np.testing.assert_allclose(val(g), w, rtol=1e-12)
+
+
+# -- set functions carry the gradient of their values ------------------------------------
+@pytest.mark.parametrize("name", ["unique_values", "unique_all", "unique_counts", "unique_inverse"])
+def test_unique_values_split_their_gradient_among_repeated_entries(xp, name):
+    x = leaf(xp, [3.0, 1.0, 3.0, 2.0, 3.0])
+    out = getattr(xp, name)(x)
+    values = out if name == "unique_values" else out[0]
+    assert values.requires_grad
+    if name != "unique_values":  # the integer outputs carry none
+        assert not any(o.requires_grad for o in out[1:])
+    xp.sum(values * xp.asarray(np.array([10.0, 20.0, 30.0]))).backward()  # values 1, 2, 3
+    np.testing.assert_allclose(val(x.grad), [10.0, 10.0, 10.0, 20.0, 10.0])

@@ -159,3 +159,21 @@ def test_second_order_catches_a_rule_that_is_not_differentiated():
 def test_check_op_runs_every_sample():
     results = check_op("sum")
     assert len(results) >= 10 and all(r.ok for _, _, r in results)
+
+
+def test_a_sample_the_backend_cannot_run_is_reported_not_failed(monkeypatch, capsys):
+    # array_api_compat's torch raises NotImplementedError for unique_all, for instance
+    from gradcheck import cli
+    from gradcheck.specs import SPECS, Sample, Spec
+
+    def lacking(xp, a):
+        raise NotImplementedError("sum() not yet implemented for this library")
+
+    monkeypatch.setitem(
+        SPECS, "sum", Spec("sum", lambda rng: [Sample((np.ones(2),), lacking, "x")])
+    )
+    records = list(cli.run("numpy", ops=["sum"]))
+    assert [r["status"] for r in records] == ["unsupported"]
+    assert "the backend lacks it" in records[0]["detail"]
+    assert cli.main(["--op", "sum", "-q"]) == 0
+    assert "0 failed, 1 the backend can't run" in capsys.readouterr().out

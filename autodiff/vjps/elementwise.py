@@ -178,6 +178,14 @@ defop(
     twice=False,
 )
 
+# nextafter(x1, x2) is x1 moved by one ulp: its derivative is that of x1 (1), none in x2
+binary(
+    "nextafter",
+    lambda xp, g, ans, x1, x2: g,
+    lambda xp, g, ans, x1, x2: xp.zeros_like(g),
+    saves=(),
+)
+
 # -- piecewise constant, integer or boolean results: no gradient ----------------
 nondiff(
     "elementwise",
@@ -190,6 +198,5 @@ nondiff(
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
     "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "floor_divide",
-    "nextafter",
     style="binary",
 )  # fmt: skip

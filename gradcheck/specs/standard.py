@@ -20,6 +20,7 @@ for _n in ("add", "subtract", "multiply", "atan2", "logaddexp"):
     _binary(_n)
 _binary("divide", values=lambda r, s, i: _away(r, s, 0.5, 1.5) if i else _in(r, s, -1.5, 1.5))
 _binary("hypot", values=lambda r, s, i: _away(r, s, 0.3, 1.5))
+_binary("nextafter")
 _binary("pow", values=lambda r, s, i: _in(r, s, 0.5, 1.5) if i == 0 else _in(r, s, -1.5, 1.5))
 # x1 = (fraction + 2k), x2 = +-2: x1 / x2 stays away from integers (the jumps).
 _binary(
@@ -351,6 +352,14 @@ spec("sort", lambda rng: [
     Sample((_distinct_values(rng, (3, 4)),), lambda xp, a: xp.sort(a, axis=1), "axis=1"),
     Sample((_distinct_values(rng, (3, 4)),), lambda xp, a: xp.sort(a, axis=0, descending=True), "descending"),
 ])  # fmt: skip
+# distinct values: with repeated ones, a small change makes a new unique value
+spec("unique_values", lambda rng: [
+    Sample((_distinct_values(rng, (2, 3)),), lambda xp, a: xp.unique_values(a), "2-D"),
+])  # fmt: skip
+for _n in ("unique_all", "unique_counts", "unique_inverse"):
+    spec(_n, lambda rng, n=_n: [
+        Sample((_distinct_values(rng, (5,)),), lambda xp, a: fn(xp, n)(a)[0] * 2.0, "values"),
+    ])  # fmt: skip
 spec("diff", lambda rng: [
     Sample((_in(rng, (3, 5)),), lambda xp, a: xp.diff(a), "axis=-1"),
     Sample((_in(rng, (4, 3)),), lambda xp, a: xp.diff(a, axis=0, n=2), "axis=0, n=2"),

@@ -21,6 +21,16 @@ from .third_party_cases import CASES, FORWARD, GRAD, XPX_EXCLUDED, Raises
 
 BACKENDS = ("numpy", "strict")
 
+# The libraries' own warnings: array-api-extra's deprecations (the cases call every public
+# function), scikit-learn comparing a strict dtype with NumPy's, NumPy's 0 / 0 inside
+# the code under test (StandardScaler's first batch).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:tests.third_party_cases"),
+    pytest.mark.filterwarnings("ignore:You are comparing a array_api_strict dtype:UserWarning"),
+    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore:divide by zero encountered:RuntimeWarning"),
+]
+
 
 def _namespace(backend):
     if backend == "numpy":

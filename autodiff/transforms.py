@@ -254,6 +254,10 @@ def _custom_residuals(fwd, xp, *args):
         return fwd(*args)[1]
 
 
+def _flat(g):
+    return g if isinstance(g, tuple) else (g,)
+
+
 def _custom_rule(bwd, name, rec, xp, g, residuals, *args):
     """The VJP of a custom_vjp function: the user's ``bwd``, on Tensors in both modes."""
     if xp.records:
@@ -270,8 +274,20 @@ def _custom_rule(bwd, name, rec, xp, g, residuals, *args):
             f"custom_vjp '{name}': bwd returned {len(grads)} gradients for {len(args)} arguments"
         )
     out = []
+    traced = xp.records and any(t is not None and t.requires_grad for t in _flat(g))
     for i, r in enumerate(grads):
-        if r is None or (isinstance(r, Tensor) and xp.records):
+        if isinstance(r, Tensor) and xp.records:
+            # A VJP is linear in g: one that doesn't depend on it is zero, or was computed
+            # from detached values (and its derivative would be a silent zero).
+            if traced and not r.requires_grad and bool(xp.any(r != 0)):
+                raise TypeError(
+                    f"custom_vjp '{name}': under create_graph, bwd returned a gradient for "
+                    f"argument {i} that does not depend on g (computed from detached or "
+                    "raw values?), so it can't be differentiated: compute it with the "
+                    "namespace's functions on the Tensors bwd is given"
+                )
+            out.append(r)
+        elif r is None:
             out.append(r)
         elif isinstance(r, Tensor):
             out.append(r.data)

@@ -87,6 +87,26 @@ def test_custom_vjp_bwd_returning_a_raw_array_under_create_graph_raises():
         ad.hessian(lambda x: xp.sum(sine(x)))(X)
 
 
+def test_custom_vjp_bwd_that_detaches_g_under_create_graph_raises(xp):
+    @ad.custom_vjp
+    def ident(x):
+        return x * 1.0
+
+    ident.defvjp(lambda x: (x * 1.0, None), lambda res, g: (g.detach() * 1.0,))
+    with pytest.raises(TypeError, match="does not depend on g"):
+        ad.hessian(lambda x: xp.sum(ident(x) ** 2))(xp.asarray(np.array([1.0, 2.0])))
+
+
+def test_custom_vjp_bwd_returning_zeros_is_fine_under_create_graph(xp):
+    @ad.custom_vjp
+    def flat(x):
+        return x * 0.0
+
+    flat.defvjp(lambda x: (x * 0.0, None), lambda res, g: (xp.zeros_like(g),))
+    h = ad.hessian(lambda x: xp.sum(flat(x) ** 2))(xp.asarray(np.array([1.0, 2.0])))
+    np.testing.assert_array_equal(val(h), np.zeros((2, 2)))
+
+
 # -- converting a tensor that requires grad to a foreign array raises --------------------
 def test_numpy_asarray_of_a_tensor_requiring_grad_raises_not_a_zero_gradient():
     xp = ad.Autodiff(np)

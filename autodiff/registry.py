@@ -50,7 +50,9 @@ class Op:
     """DIFF, CONST or MISSING (see above)."""
     vjp: tuple | Callable | None = None
     """Per positional argument a rule (or None: no gradient), or one joint rule
-    returning a tuple (when the arguments' gradients share work)."""
+    returning a tuple (when the arguments' gradients share work). A rule returns an
+    array, or a ``graph.Outer`` (a weight's gradient as factors) or a ``graph.Zeros``
+    (with the positions that are zero whatever the values: ``where``, ``__setitem__``)."""
     impl: Callable | None = None
     """``impl(B) -> raw function``; default: the backend's function of the same name."""
     public: Callable | None = None
@@ -76,7 +78,9 @@ class Op:
     saves_ans: bool = False
     """The rules read the output: it is kept (and guarded against in-place writes)."""
     view: bool = False
-    """The output may alias the input: one version counter for both."""
+    """The output may alias the input: one version counter for both, and a write into
+    the output goes into the input (the view is taken again by calling the op, see
+    inplace.py; so a view op's output must gather elements of its first argument)."""
     domain: tuple | None = None
     """Open interval of real inputs where the op is differentiable (for specs)."""
     twice: bool = True

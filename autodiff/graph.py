@@ -38,6 +38,8 @@ __all__ = [
     "cotangent",
     "bump",
     "share_version",
+    "ALIAS",
+    "SAME",
     "saved_counter",
     "version_counter",
     "is_saved",
@@ -213,7 +215,8 @@ class Zeros:
     ``x[key] = v`` overwrote). With ``flip``, the zeros are where ``mask`` is False
     (``where``'s condition as it is, for its second branch: no negation computed).
 
-    The rules of ``where`` and ``__setitem__`` hand them to the backward pass, which
+    ``g`` has the positions of the node's output (before broadcasting is undone). The
+    rules of ``where`` and ``__setitem__`` hand them to the backward pass, which
     keeps those positions exactly zero through the element-wise rules upstream, while
     the positions still match one to one: there ``g * f'(x)`` would be ``0 * inf = NaN``
     where the untaken branch computed ``sqrt(-1)`` or ``0 / 0``, and the true gradient
@@ -275,6 +278,24 @@ def is_saved(t):
     """Whether a node may still need the values in ``t``'s buffer."""
     c = t._version
     return c is not None and (len(c) == 1 or c[1])
+
+
+class Alias:
+    """How a ``detach()`` alias is taken again after its base moved onto a new buffer:
+    the base's value, cut from the graph (writes through it go into the shared buffer)."""
+
+    def __call__(self, xp, a):
+        return a.detach()
+
+
+class Same:
+    """How a ``copy.copy`` handle is taken again: the base itself (a view of all of it)."""
+
+    def __call__(self, xp, a):
+        return a
+
+
+ALIAS, SAME = Alias(), Same()
 
 
 def share_version(src, view, how=None):
@@ -416,11 +437,12 @@ class Pass:
                 _check_node(node)
             mask = masks.pop(node, None) if masks else None
             if mask is not None:
-                if not op.elementwise:
-                    mask = None  # positions no longer match one to one
-                else:  # a rule that reads no array (g, -g, g * 0.9) keeps zeros zero
-                    saved = node.args  # one or two arguments
-                    clean = node.ans is None and _is_constant(saved[0]) and _is_constant(saved[-1])
+                # a rule that reads no array (g, -g, g * 0.9) keeps zeros zero; one that
+                # isn't element-wise keeps the mask only where it hands back Zeros
+                saved = node.args  # of an element-wise op: one or two arguments
+                clean = not op.elementwise or (
+                    node.ans is None and _is_constant(saved[0]) and _is_constant(saved[-1])
+                )
             try:
                 if raw and op.elementwise:
                     # Hot path: element-wise rules on raw arrays, no kwargs, and for one
@@ -481,7 +503,7 @@ class Pass:
                         continue
                     gi = gi.value(xp)
                 elif mask is not None or kind is zeros:
-                    gi, gm = _masked(xp, gi, mask, mask is not None and clean, shape)
+                    gi, gm = _masked(xp, gi, mask, mask is not None and clean, shape, op)
                 if not fitted and (gi.shape != shape or gi.dtype != dtype):
                     gi = fit(gi, shape, dtype)
                 if parent is None:
@@ -669,17 +691,30 @@ def gradients(t, g, targets, create_graph=False, retain_graph=False):
     return run.run([(t._node, t._index)], [g], retain_graph=retain_graph, targets=targets)
 
 
-def _masked(xp, g, mask, clean, shape):
+def _masked(xp, g, mask, clean, shape, op):
     """(gradient, its structural zeros) for an input of ``shape``: the incoming ``mask``
-    kept exactly zero (unless the rule read no values), a rule's own Zeros unpacked."""
-    gm = mask
+    kept exactly zero (unless the rule read no values) where positions still match (an
+    element-wise op, or a rule that hands back Zeros: the nested where), and joined
+    with the rule's own Zeros."""
+    own = None
     if type(g) is Zeros:
-        g, gm = g.g, (g.mask, g.flip)
+        g, own = g.g, (g.mask, g.flip)
+    elif not op.elementwise:
+        mask = None  # positions no longer match one to one
     if mask is not None and not clean and g.shape == mask[0].shape:
         g = _zeroed(xp, mask, g)  # 0, not 0 * f'(x) = 0 * inf
+    gm = _union(mask, own)
     if gm is not None and gm[0].shape != shape:  # a broadcast input: summed
         gm = None
     return g, gm
+
+
+def _union(a, b):
+    """The structural zeros of either (a gradient zero where either says)."""
+    if a is None or b is None:
+        return a if b is None else b
+    (ma, fa), (mb, fb) = a, b
+    return ((~ma if fa else ma) | (~mb if fb else mb), False)
 
 
 def _is_constant(a):

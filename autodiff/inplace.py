@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from . import graph
-from .graph import mode
+from .graph import Alias, Same, mode
 from .registry import get
 from .tensor import INPLACE_OPERATORS, Tensor
 
@@ -54,16 +54,21 @@ class Call:
 
 
 def _chain(t):
-    """The tensors ``t`` is a view of, nearest first, up to its root or to the tensor a
-    ``detach()`` aliases; and whether it ends at such an alias."""
+    """The tensors ``t`` is a view of, nearest first, and how the chain ends: "root";
+    "alias" at a ``detach()`` alias; "copy" where the library made a copy, not a view
+    (numpy's reshape of a transposed array, an integer index's scalar): a write stops
+    there, as it does in the library."""
     chain = []
+    may_share = t._rec.backend.may_share_memory
     while t._base is not None:
         base, how = t._base
-        if how is None:
-            return chain, True
+        if how is None or type(how) is Alias:
+            return chain, "alias"
+        if not may_share(t.data, base.data):
+            return chain, "copy"
         chain.append(base)
         t = base
-    return chain, False
+    return chain, "root"
 
 
 def _copies(t, value):
@@ -74,8 +79,8 @@ def _copies(t, value):
         return False
     if t._rg or (isinstance(value, Tensor) and value._rg):
         return True
-    chain, alias = _chain(t)
-    if alias:
+    chain, end = _chain(t)
+    if end == "alias":
         return False
     return graph.is_saved(t) or any(b._rg for b in chain)
 
@@ -107,6 +112,8 @@ def _put(rec, base, how, value, what):
     """``base`` with the region that the view ``how`` takes replaced by ``value``."""
     if type(how) is Index:
         return _assign(rec, base, how.key, value, value.data)
+    if type(how) is Same:
+        return value
     # Any other view op: where each view element comes from, read off the view of
     # the positions 0..n-1; the base is then a gather from the new values there.
     B, xp = rec.backend, rec.xp
@@ -148,13 +155,17 @@ def _write(t, new, what):
     for base in _chain(t)[0]:
         new = _put(rec, base, t._base[1], new, what)
         t = base
+    # t is the root now, or a copy of its base (the write stops there), or an alias that
+    # took a value requiring grad: either way its own buffer from here on
     old = t._version
     _rebind(t, new)
     t._version = new._version
-    t._base = None  # a detach() alias that took a value requiring grad: its own buffer now
+    t._base = None
     if old is None or len(old) == 1:
         return
-    views = [v for v in (r() for r in old[2]) if v is not None]
+    # the live views taken from t, directly or through others (the counter's list may
+    # also hold views of a tensor t was a copy of, or views since cut from it)
+    views = [v for v in (r() for r in old[2]) if v is not None and _descends(v, t)]
     if not views:
         return
     graph.version_counter(t)
@@ -163,6 +174,32 @@ def _write(t, new, what):
         res = how(rec.xp, base)
         _rebind(v, res)
         graph.share_version(base, v, how)
+
+
+def _descends(v, root):
+    while v._base is not None:
+        v = v._base[0]
+        if v is root:
+            return True
+    return False
+
+
+def _is_view(t):
+    return t._base is not None and type(t._base[1]) in (Index, Call, Same)
+
+
+def _fit(rec, t, res, what):
+    """The result of ``t op= other`` in ``t``'s dtype: cast from another floating dtype,
+    as the library casts in place (float32 += float64); anything else doesn't fit."""
+    if res.shape == t.shape and res.dtype == t.dtype:
+        return res
+    B = rec.backend
+    if res.shape == t.shape and all(B.isdtype(d, "real floating") for d in (res.dtype, t.dtype)):
+        return rec.xp.astype(res, t.dtype)
+    raise TypeError(
+        f"{what}: the result ({res.dtype}, shape {res.shape}) "
+        f"doesn't fit the tensor ({t.dtype}, shape {t.shape})"
+    )
 
 
 def setitem(t, key, value):
@@ -176,6 +213,12 @@ def setitem(t, key, value):
         return
     try:
         t.data[rkey] = v
+    except ValueError as exc:  # a read-only view (numpy's diagonal, broadcast_to)
+        if not _is_view(t):
+            graph.add_op_name(exc, "__setitem__")
+            raise
+        _write(t, _assign(rec, t, rkey, value, v), "__setitem__")
+        return
     except Exception as exc:
         graph.add_op_name(exc, "__setitem__")
         raise
@@ -188,17 +231,17 @@ def inplace(t, name, other):
     what = f"in-place {name}"
     if _copies(t, other):
         _check_writable(t, what)
-        res = getattr(rec.xp, name)(t, other)
-        if res.shape != t.shape or res.dtype != t.dtype:
-            raise TypeError(
-                f"{what}: the result ({res.dtype}, shape {res.shape}) "
-                f"doesn't fit the tensor ({t.dtype}, shape {t.shape})"
-            )
-        _write(t, res, what)
+        _write(t, _fit(rec, t, getattr(rec.xp, name)(t, other), what), what)
         return t
     o = rec.raw(other, name)
     try:
         out = getattr(t.data, _DUNDER[name])(o)
+    except ValueError as exc:  # a read-only view: written as when recorded
+        if not _is_view(t):
+            graph.add_op_name(exc, what)
+            raise
+        _write(t, _fit(rec, t, getattr(rec.xp, name)(t, other), what), what)
+        return t
     except Exception as exc:
         graph.add_op_name(exc, what)
         raise

@@ -153,14 +153,14 @@ class Tensor:
         """The same values, cut from the graph (shares memory, and the version
         counter: an in-place change through it is seen by nodes that saved self)."""
         t = self._rec.wrap(self.data)
-        graph.share_version(self, t)  # an alias with no view to take again (see inplace.py)
+        graph.share_version(self, t, graph.ALIAS)  # see inplace.py
         return t
 
     def __copy__(self):
         """A second handle on the same value, node and buffer."""
         t = self._rec.wrap(self.data)
-        for slot in ("_node", "_index", "_rg", "grad", "_version", "_base"):
-            setattr(t, slot, getattr(self, slot))
+        t._node, t._index, t._rg, t.grad = self._node, self._index, self._rg, self.grad
+        graph.share_version(self, t, graph.SAME)  # a write through either is seen by both
         return t
 
     def __deepcopy__(self, memo):

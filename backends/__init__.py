@@ -35,6 +35,7 @@ KERNELS = (
     "windows2d",
     "col2im2d",
     "col2im2d_rows",
+    "may_share_memory",
 )
 
 # Module of fast paths (in this package), by the name of the canonical namespace.

@@ -119,3 +119,7 @@ def col2im2d_rows(xp, cols, size, dilation):
     """Stride-1 col2im as long shifted adds (see generic.col2im2d_rows_views)."""
     with _on(cols):
         return generic.col2im2d_rows_views(cp, cols, size, dilation)
+
+
+def may_share_memory(xp, a, b):
+    return cp.may_share_memory(a, b)

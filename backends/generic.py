@@ -196,3 +196,9 @@ def col2im2d_rows_views(xp, cols, size, dilation):
             view = flat[..., start : start + oh * w]
             view += xp.reshape(cols[..., i, j, :, :], lead + (oh * w,))
     return xp.reshape(flat[..., : size[0] * w], lead + tuple(size))
+
+
+def may_share_memory(xp, a, b):
+    """Whether ``a`` and ``b`` may be views of one buffer (``a`` a view of ``b``, or a copy
+    the library made instead). The standard can't tell: assume they may."""
+    return True

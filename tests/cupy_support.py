@@ -14,7 +14,7 @@ def fake_cupy():
     """``(cupy, cupyx, scatter_calls)``: modules with what ``cupy_fast`` calls, on NumPy."""
     cp = types.ModuleType("cupy")
     for name in ("ndarray", "array", "asarray", "reshape", "pad", "zeros", "empty", "matmul",
-                 "result_type", "float64"):  # fmt: skip
+                 "result_type", "float64", "may_share_memory"):  # fmt: skip
         setattr(cp, name, getattr(np, name))
     cp.lib = types.SimpleNamespace(
         stride_tricks=types.SimpleNamespace(as_strided=np.lib.stride_tricks.as_strided)

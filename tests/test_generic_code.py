@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
+from gradcheck import check_grad
 
 X = np.array([0.5, -1.0, 2.0])
 
@@ -418,3 +419,90 @@ def test_unique_values_split_their_gradient_among_repeated_entries(xp, name):
         assert not any(o.requires_grad for o in out[1:])
     xp.sum(values * xp.asarray(np.array([10.0, 20.0, 30.0]))).backward()  # values 1, 2, 3
     np.testing.assert_allclose(val(x.grad), [10.0, 10.0, 10.0, 20.0, 10.0])
+
+
+# -- found in review: each a reproducer -------------------------------------------------
+def test_where_with_an_integer_or_float_condition():
+    xp = ad.Autodiff(np)  # numpy takes any condition; the standard asks for bool
+    x = leaf(xp, np.arange(1.0, 5.0))
+    for c1, c2 in (([1, 0, 1, 0], [1, 1, 0, 0]), ([1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0])):
+        x.grad = None
+        s = xp.sin(x)
+        a, b = xp.asarray(np.array(c1)), xp.asarray(np.array(c2))
+        xp.sum(xp.where(a, s, 0.0) + xp.where(b, s, 0.0)).backward()
+        np.testing.assert_allclose(val(x.grad), np.cos(np.arange(1.0, 5.0)) * [2, 1, 1, 0])
+
+
+def test_setitem_with_repeated_indices_credits_the_last_write():
+    xp = ad.Autodiff(np)  # numpy assigns in order: the last write wins
+    x = leaf(xp, np.ones(3))
+    z = x * 1.0
+    z[xp.asarray(np.array([0, 0]))] = x[1:] * 3.0
+    xp.sum(z * xp.asarray(np.array([10.0, 1.0, 1.0]))).backward()
+    np.testing.assert_allclose(val(x.grad), [0.0, 1.0, 31.0])
+
+    def f(a, v):
+        z = a * 1.0
+        z[xp.asarray(np.array([2, 0, 2, 1]))] = v
+        return z * xp.asarray(np.array([1.0, 2.0, 3.0]))
+
+    check_grad(f, np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0, 7.0]), xp=xp)
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_a_view_the_library_returns_as_a_copy_stays_a_copy(requires_grad):
+    xp = ad.Autodiff(np)  # numpy copies a reshape of a transpose, and an integer index
+    x = xp.asarray(np.arange(6.0).reshape(2, 3), requires_grad=requires_grad)
+    z = x * 1.0
+    r = xp.reshape(z.mT, (6,))
+    r[0] = 50.0
+    v = z[0, 1]
+    v += 5.0
+    np.testing.assert_array_equal(val(z), np.arange(6.0).reshape(2, 3))
+    assert val(r)[0] == 50.0 and val(v) == 6.0
+
+
+def test_a_detach_alias_and_a_copy_follow_a_copy_on_write_of_their_tensor(xp):
+    import copy
+
+    x = leaf(xp, np.ones(3))
+    z = x * 1.0
+    d = z.detach()
+    c = copy.copy(z)
+    z += x  # a new buffer for z
+    np.testing.assert_array_equal(val(d), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(val(c), [2.0, 2.0, 2.0])
+    c[0:1] = xp.asarray(np.array([7.0]))  # a copy.copy handle writes into z too
+    np.testing.assert_array_equal(val(z), [7.0, 2.0, 2.0])
+    xp.sum(z).backward()
+    np.testing.assert_array_equal(val(x.grad), [0.0, 2.0, 2.0])
+
+
+def test_a_read_only_view_is_written_alike_with_and_without_grad(xp):
+    for rg in (True, False):
+        z = xp.asarray(np.eye(2), requires_grad=rg) * 1.0
+        d = xp.linalg.diagonal(z)  # numpy's diagonal is a read-only view
+        d += 1.0
+        np.testing.assert_array_equal(val(z), 2.0 * np.eye(2))
+        b = xp.broadcast_to(z[0, :], (3, 2))
+        with pytest.raises(ValueError, match="repeats elements"):
+            b += 1.0
+
+
+def test_nested_where_keeps_the_untaken_branch_zero(xp):
+    x = leaf(xp, [-4.0, 4.0])
+    with np.errstate(invalid="ignore"):
+        y = xp.where(x > 0, xp.where(x > -5, xp.sqrt(x), 0.0), 0.0)
+        xp.sum(y).backward()
+    np.testing.assert_array_equal(val(x.grad), [0.0, 0.25])
+
+
+def test_inplace_casts_between_floating_dtypes_as_the_library(xp):
+    x = xp.asarray(np.ones(3, dtype=np.float32), requires_grad=True)
+    z = x * 1.0
+    w = leaf(xp, np.full(3, 2.0))
+    z += w  # float32 += float64 stays float32, recorded
+    assert z.dtype == xp.float32
+    xp.sum(z).backward()
+    assert x.grad.dtype == xp.float32 and w.grad.dtype == xp.float64
+    np.testing.assert_array_equal(val(w.grad), np.ones(3))

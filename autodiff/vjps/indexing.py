@@ -65,7 +65,18 @@ def _setitem_x(xp, g, ans, x, value, *, key):
 
 
 def _setitem_value(xp, g, ans, x, value, *, key):
-    return g[key]
+    gv = g[key]
+    parts = key if isinstance(key, tuple) else (key,)
+    if not any(hasattr(k, "dtype") and xp.isdtype(k.dtype, "integral") for k in parts):
+        return gv  # each position written once
+    # Repeated integer indices: the last write wins (as numpy assigns), so only the
+    # last element written to a position gets its gradient.
+    pos = xp.reshape(_positions(xp, x, g.device)[key], (-1,))
+    order = xp.argsort(pos, stable=True)
+    ranked = xp.take(pos, order)
+    last = xp.concat([ranked[:-1] != ranked[1:], xp.ones((1,), dtype=xp.bool, device=g.device)])
+    last = xp.take(last, xp.argsort(order))  # back to the order of writing
+    return xp.where(xp.reshape(last, gv.shape), gv, xp.zeros_like(gv))
 
 
 defop("take", _take, chapter="indexing", saves=(1,))

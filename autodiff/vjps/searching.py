@@ -10,9 +10,10 @@ from ._util import nondiff
 def _mask(xp, condition, g):
     """``condition`` as a boolean array of ``g``'s shape (the same object where it is one:
     the two branches' masks are then known to be disjoint, see graph.Zeros)."""
-    if getattr(condition, "shape", None) == g.shape:
-        return condition
-    return xp.broadcast_to(xp.asarray(condition, device=g.device), g.shape)
+    c = condition if hasattr(condition, "shape") else xp.asarray(condition, device=g.device)
+    if c.dtype != xp.bool:  # numpy takes any condition: nonzero is True
+        c = c != 0
+    return c if c.shape == g.shape else xp.broadcast_to(c, g.shape)
 
 
 def _where_true(xp, g, ans, condition, x1, x2):

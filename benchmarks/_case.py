@@ -9,7 +9,7 @@ import tracemalloc
 
 import numpy as np
 
-from ._timing import ALONE, timed
+from ._timing import ALONE, table, timed
 from .threads import limit_threads
 
 AUTODIFF, NUMPY, TORCH = "autodiff (numpy)", "hand-written NumPy", "PyTorch CPU"
@@ -131,6 +131,26 @@ def run(title: str, factories: dict, repeats: int, *, rtol=1e-4, scale=1e3, unit
     if AUTODIFF in memory and memory[NUMPY]:
         lines.append(f"\npeak memory autodiff / NumPy: {memory[AUTODIFF] / memory[NUMPY]:.2f}")
     return "\n".join(lines)
+
+
+def per_op(title: str, factories: dict, repeats: int, ops: int) -> tuple[dict, str]:
+    """A per-op case (chain, where): build each implementation (``factories[name]()`` ->
+    a forward and backward returning the input's gradient), check they agree with
+    hand-written NumPy's to 1e-12, time them; (times, the report in µs per op)."""
+    impls = {}
+    for name, make in factories.items():
+        if name in SKIP:
+            continue
+        try:
+            impls[name] = make()
+        except ImportError:
+            pass
+    ref = impls[NUMPY]()
+    for name, f in impls.items():
+        np.testing.assert_allclose(f(), ref, rtol=1e-12, err_msg=name)
+    times, how = timed(impls, repeats)
+    report = f"{title}; {repeats} {how}\n\n" + table(times, 1e6 / ops, "µs per op", NUMPY)
+    return times, report
 
 
 def check_grads(factories: dict, rtol: float = 1e-3) -> None:

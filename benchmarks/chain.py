@@ -7,11 +7,13 @@ floor: only the arithmetic) and with PyTorch eager on the CPU (if installed).
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 
 import autodiff as ad
 
-from ._timing import table, timed
+from ._case import AUTODIFF, NUMPY, TORCH, per_op
 
 STEPS = 200
 OPS = 3 * STEPS + 1
@@ -67,26 +69,16 @@ def torch_step():
 
 
 def main(repeats: int = 50) -> str:
-    impls = {"autodiff (numpy)": autodiff_step(), "hand-written NumPy": numpy_step()}
-    try:
-        impls["PyTorch CPU"] = torch_step()
-    except ImportError:
-        pass
-    ref = impls["hand-written NumPy"]()
-    for name, f in impls.items():
-        np.testing.assert_allclose(f(), ref, rtol=1e-12, err_msg=name)
-    times, how = timed(impls, repeats)
-    out = [f"chain: {STEPS} x tanh(x*1.01 + 0.1) on (16,) float64, then sum; "
-           f"forward + backward, {OPS} ops, {repeats} {how}", ""]  # fmt: skip
-    out.append(table(times, 1e6 / OPS, "µs per op", "hand-written NumPy"))
-    if "PyTorch CPU" in times:
-        import statistics
-
-        a, t = times["autodiff (numpy)"], times["PyTorch CPU"]
+    factories = {AUTODIFF: autodiff_step, NUMPY: numpy_step, TORCH: torch_step}
+    title = (f"chain: {STEPS} x tanh(x*1.01 + 0.1) on (16,) float64, then sum; "
+             f"forward + backward, {OPS} ops")  # fmt: skip
+    times, out = per_op(title, factories, repeats, OPS)
+    if TORCH in times:
+        a, t = times[AUTODIFF], times[TORCH]
         r = statistics.median(a) / statistics.median(t)
         paired = statistics.median(x / y for x, y in zip(a, t))
-        out.append(f"\nautodiff / PyTorch CPU: {r:.2f} (paired: {paired:.2f})")
-    return "\n".join(out)
+        out += f"\n\nautodiff / PyTorch CPU: {r:.2f} (paired: {paired:.2f})"
+    return out
 
 
 if __name__ == "__main__":

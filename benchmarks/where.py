@@ -14,8 +14,7 @@ import numpy as np
 
 import autodiff as ad
 
-from ._case import SKIP, TORCH
-from ._timing import table, timed
+from ._case import AUTODIFF, NUMPY, TORCH, per_op
 
 STEPS = 100
 N = 4096
@@ -77,20 +76,10 @@ def torch_step():
 
 
 def main(repeats: int = 50) -> str:
-    impls = {"autodiff (numpy)": autodiff_step(), "hand-written NumPy": numpy_step()}
-    if TORCH not in SKIP:
-        try:
-            impls[TORCH] = torch_step()
-        except ImportError:
-            pass
-    ref = impls["hand-written NumPy"]()
-    for name, f in impls.items():
-        np.testing.assert_allclose(f(), ref, rtol=1e-12, err_msg=name)
-    times, how = timed(impls, repeats)
-    out = [f"where: {STEPS} x where(x > 0, x*0.9, x*0.5) + 0.01 on ({N},) float64, then "
-           f"sum; forward + backward, {OPS} ops, {repeats} {how}", ""]  # fmt: skip
-    out.append(table(times, 1e6 / OPS, "µs per op", "hand-written NumPy"))
-    return "\n".join(out)
+    factories = {AUTODIFF: autodiff_step, NUMPY: numpy_step, TORCH: torch_step}
+    title = (f"where: {STEPS} x where(x > 0, x*0.9, x*0.5) + 0.01 on ({N},) float64, then "
+             f"sum; forward + backward, {OPS} ops")  # fmt: skip
+    return per_op(title, factories, repeats, OPS)[1]
 
 
 if __name__ == "__main__":

@@ -250,7 +250,8 @@ def _common(a, b):
 # A tensor's counter is made on first use and shared by its views: ``[n]`` when a node
 # made it to save the tensor, ``[n, saved, views]`` when a view or ``detach`` made it
 # (``saved``: whether a node has saved the buffer since; ``views``: weak references to
-# the views, so a write that gives the buffer a new value gives it to them too).
+# the views, ``detach()`` aliases and ``copy.copy`` handles, so a write that gives the
+# buffer a new value gives it to them too).
 _MODIFIED = [1]  # a version counter that never matches: marks a saved output as overwritten
 
 

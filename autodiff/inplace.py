@@ -9,8 +9,11 @@ view goes into its base, as in PyTorch: the base becomes ``base`` with the
 view's region replaced (recorded, so gradients flow to both the base and the
 written value), and every live view of the base is taken again from its new
 value. Any other write goes into the buffer itself and bumps its version
-counter, so nodes that saved it refuse to run. A leaf that requires grad, and
+counter, so nodes that saved it refuse to run (a read-only view, numpy's
+``diagonal``, is written as when recording). A leaf that requires grad, and
 its views, can't be written while recording: a clear error at the write.
+Where the library made a copy rather than a view, a write stops at the copy;
+a ``detach()`` alias writes into the buffer it shares.
 """
 
 from __future__ import annotations

@@ -127,10 +127,10 @@ def test_every_export_of_a_tensor_requiring_grad_raises(xp, convert):
     if convert.__name__ == "<lambda>" and sys.version_info < (3, 12):
         pytest.skip("__buffer__ of a Python class needs Python 3.12 (PEP 688)")
     for t in (x, x * 2.0):
-        with pytest.raises((RuntimeError, TypeError), match="requires grad|buffer"):
+        with pytest.raises(RuntimeError, match="requires grad.*detach"):
             convert(t)
     with ad.no_grad():  # a leaf still requires grad there (as in torch)
-        with pytest.raises((RuntimeError, TypeError), match="requires grad|buffer"):
+        with pytest.raises(RuntimeError, match="requires grad.*detach"):
             convert(x)
     if convert.__name__ != "<lambda>":
         np.testing.assert_array_equal(np.asarray(convert(x.detach())), X)
@@ -332,11 +332,14 @@ def test_writes_with_nothing_recorded_stay_in_place(xp):
 
 # -- a library's own dispatch sees a conforming array ------------------------------------
 def test_library_dispatch_sees_the_wrapped_namespace(xp):
-    t = xp.asarray(X)
+    a = np.arange(6.0).reshape(2, 3)
+    t = xp.asarray(a)
     assert array_api_compat.array_namespace(t) is xp
     assert array_api_compat.is_array_api_obj(t)
-    assert t.device == xp.asarray(1.0).device
-    assert t.mT.shape == t.shape if t.ndim >= 2 else True
+    assert t.device == xp.asarray(1.0).device == array_api_compat.device(t)
+    np.testing.assert_array_equal(val(t.mT), a.T)
+    np.testing.assert_array_equal(val(t.to_device(t.device)), a)
+    assert xp.__array_namespace_info__().default_dtypes()["real floating"] == t.dtype
 
 
 # -- NaN in an untaken branch: the gradient there is exactly zero -----------------------

@@ -344,9 +344,14 @@ def backward(t, grad=None, retain_graph=False, create_graph=False):
                 f"backward: grad can be implied only for a scalar, this tensor has "
                 f"shape {t.shape}; pass grad= of that shape"
             )
+        if rec.is_complex(t.dtype):
+            raise RuntimeError(
+                "backward: grad can be implied only for a real scalar; this one is "
+                f"complex ({t.dtype}): pass grad=, or take a real loss (abs, real)"
+            )
         g = B.ones_like(t.data)
     else:
-        g = cotangent(rec, grad, t.data, "backward")
+        g = to_internal(rec, cotangent(rec, grad, t.data, "backward"), B)
     run = Pass(rec, create_graph)
     run.handed[id(g)] = g  # the caller's array: never a leaf's grad as it is
     g = run.lift(g)
@@ -357,6 +362,12 @@ def backward(t, grad=None, retain_graph=False, create_graph=False):
             run.run([(t._node, t._index)], [g], retain_graph=True)
     else:
         run.run([(t._node, t._index)], [g], retain_graph=retain_graph)
+
+
+def to_internal(rec, g, xp):
+    """A cotangent between PyTorch's convention (users, leaves, transforms) and the
+    rules' (JAX's: the transpose): the conjugate, for complex values; both ways."""
+    return xp.conj(g) if rec.is_complex(g.dtype) else g
 
 
 def cotangent(rec, g, like, what):
@@ -574,12 +585,17 @@ class Pass:
             if g.shape != shape:
                 g = xp.broadcast_to(g, shape)
         if g.dtype != dtype:
-            g = xp.astype(g, dtype)
+            if self.rec.is_complex(g.dtype) and not self.rec.is_complex(dtype):
+                g = xp.real(g)  # a real input moves along the real axis only
+            if g.dtype != dtype:
+                g = xp.astype(g, dtype)
         return g
 
     def accumulate_leaf(self, leaf, g):
         """``leaf.grad += g``, into a buffer that belongs to the leaf alone."""
         rec = self.rec
+        if rec.is_complex(g.dtype):  # PyTorch's convention: z -= lr * z.grad descends
+            g = self.xp.conj(g)
         if self.create:
             leaf.grad = g if leaf.grad is None else rec.xp.add(leaf.grad, g)
             return
@@ -686,10 +702,13 @@ def gradients(t, g, targets, create_graph=False, retain_graph=False):
     ``.grad`` changes. What the transforms read."""
     if t._node is None:
         return [None] * len(targets)
-    run = Pass(t._rec, create_graph)
-    if type(g) is not t._rec.cls:
+    rec = t._rec
+    run = Pass(rec, create_graph)
+    if type(g) is not rec.cls:
         g = run.lift(g)
-    return run.run([(t._node, t._index)], [g], retain_graph=retain_graph, targets=targets)
+    g = to_internal(rec, g, run.xp)
+    grads = run.run([(t._node, t._index)], [g], retain_graph=retain_graph, targets=targets)
+    return [None if r is None else to_internal(rec, r, run.xp) for r in grads]
 
 
 def _masked(xp, g, mask, clean, shape, op):

@@ -98,6 +98,13 @@ def move_leaf(t, new, grad, requires_grad):
     t._rg = requires_grad
 
 
+def real_only_error(name, dtype):
+    return TypeError(
+        f"{name}: complex input ({dtype}) that requires grad: the function is defined "
+        "for real values only (the standard's), so it has no complex gradient rule"
+    )
+
+
 def _saved(op: Op, *active):
     """Positions whose values the rules of the ``active`` arguments read.
 
@@ -123,8 +130,8 @@ class Recorder:
 
     def __init__(self, B):
         self.backend = B
-        self._real = {}  # dtype -> whether it is real floating (differentiable)
-        self._complex = {}  # dtype -> whether it is complex floating (refused for now)
+        self._real = {}  # dtype -> whether it is real floating
+        self._complex = {}  # dtype -> whether it is complex floating
         self.cls = cls = type("Tensor", (Tensor,), {"__slots__": (), "__module__": "autodiff"})
         cls._rec = self
         xp = self.xp = types.SimpleNamespace(
@@ -278,7 +285,7 @@ class Recorder:
                     return self.wrap_out(out)
         # Each output decides for itself: a float output of a multi-output op is
         # differentiable even where another is bool or integer (broadcast_arrays(x > 0, x)).
-        real = [self._is_real(op, o.dtype) for o in outs]
+        real = [self._differentiable(op, o.dtype) for o in outs]
         if not any(real):
             return self.wrap_out(out)  # integer or bool results carry no gradient
         if not multi:
@@ -304,19 +311,25 @@ class Recorder:
             return type(out)(*results)
         return type(out)(results)
 
-    def _is_real(self, op, dtype):
-        """Whether an output of ``dtype`` gets a gradient (real floating)."""
+    def _kinds(self, dtype):
         real = self._real.get(dtype)
         if real is None:  # isdtype is slow (microseconds): once per dtype
             B = self.backend
             real = self._real[dtype] = bool(B.isdtype(dtype, "real floating"))
             self._complex[dtype] = bool(B.isdtype(dtype, "complex floating"))
-        if not real and self._complex[dtype]:
-            raise NotImplementedError(
-                f"{op.name}: the result is complex ({dtype}); gradients through "
-                "complex values are not supported yet"
-            )
-        return real
+        return real, self._complex[dtype]
+
+    def is_complex(self, dtype):
+        """Whether ``dtype`` is complex floating (cached)."""
+        c = self._complex.get(dtype)
+        return self._kinds(dtype)[1] if c is None else c
+
+    def _differentiable(self, op, dtype):
+        """Whether an output of ``dtype`` gets a gradient (real or complex floating)."""
+        real, cplx = self._kinds(dtype)
+        if cplx and not op.complex:
+            raise real_only_error(op.name, dtype)
+        return real or cplx
 
     def _record_one(self, op, out, args, raws, kwargs, residuals):
         """``record`` of one floating-point array (the common case)."""
@@ -385,6 +398,8 @@ def _unary(rec, op, raw):
     saves_x = 0 in _saved(op, 0)
     saves_ans = op.saves_ans
     diff = op.kind != CONST
+    real_only = diff and not op.complex  # complex inputs refused (one test per call)
+    is_complex = rec.is_complex
 
     def unary(x, /):
         if type(x) is not cls:
@@ -404,6 +419,8 @@ def _unary(rec, op, raw):
         t._index = 0
         t._version = None
         if diff and x._rg and (not grad_off[0] or mode.enabled):
+            if real_only and is_complex(d.dtype):
+                raise real_only_error(name, d.dtype)
             n = x._node
             node = _new(Node)
             node.seq = next_seq()
@@ -444,6 +461,8 @@ def _binary(rec, op, raw):
         (0 in _saved(op, *active), 1 in _saved(op, *active)) for active in ((0,), (1,), (0, 1))
     ]
     same = op.same
+    real_only = diff and not op.complex  # complex inputs refused (one test per call)
+    is_complex = rec.is_complex
 
     def binary(x1, x2, /):
         # The common cases first: tensor (op) tensor, tensor (op) Python scalar.
@@ -481,6 +500,8 @@ def _binary(rec, op, raw):
         t._index = 0
         t._version = None
         if r and diff and (not grad_off[0] or mode.enabled):
+            if real_only and is_complex(out.dtype):
+                raise real_only_error(name, out.dtype)
             node = _new(Node)
             node.seq = next_seq()
             node.op = op

@@ -19,8 +19,17 @@ and ``args``/``kwargs`` the op's own arguments. ``xp`` says how it is run:
 Both offer the standard's functions and the kernels of ``autodiff/backends``
 (under recording, differentiable versions of them), so one rule serves both.
 Rules never undo broadcasting or cast dtypes: the backward pass does that once
-for every op. Forward-mode (JVP) and batching rules, when they come, are
-registered beside ``vjp`` in this same table.
+for every op.
+
+Complex values: a rule is the *transpose* of the op's derivative (JAX's
+convention), so the rule of a holomorphic op is the real one unchanged (``exp``:
+``g * ans``, ``matmul``: ``g @ x2^T``, no conjugates), and only the others (``abs``,
+``conj``, ``real``, ``vecdot``, norms, decompositions) conjugate. The backward pass
+turns that into PyTorch's convention at its two ends: the cotangent a user gives
+and the gradient a leaf (or a transform) receives are conjugated once. A complex
+gradient reaching a real input keeps its real part (in ``fit``).
+
+Forward-mode (JVP) and batching rules, when they come, are beside ``vjp`` in this same table.
 """
 
 from __future__ import annotations
@@ -85,6 +94,11 @@ class Op:
     """Open interval of real inputs where the op is differentiable (for specs)."""
     twice: bool = True
     """Twice differentiable (gradcheck checks second order)."""
+    complex: bool | None = None
+    """Takes complex inputs (its rules are written for them); default: every op of the
+    standard but the nn extension ops. An op that doesn't refuses a complex tensor
+    that requires grad (``maximum``, ``sort``: the standard defines them for real values
+    only), and ``gradcheck --dtype complex128`` passes it over."""
     same: str | None = None
     """A binary op called with one tensor twice is recorded as this unary op
     (``x * x`` as ``square``: one rule pass instead of two and a sum)."""
@@ -96,6 +110,8 @@ class Op:
 
     def __post_init__(self):
         self.joint = callable(self.vjp)
+        if self.complex is None:
+            self.complex = not self.chapter.startswith("nn")
         # Element-wise rules never read an argument they didn't save, not even its
         # shape, so the backward pass hands them the saved tuple as it is.
         self.elementwise = self.style in ("unary", "binary")

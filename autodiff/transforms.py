@@ -157,12 +157,21 @@ def jvp(f, primals, tangents):
     total = None
     for c, t in zip(cts, tangents):
         t = t if isinstance(t, Tensor) else rec.wrap(t)
-        term = rec.xp.sum(c * t)
+        term = _pairing(rec, c, t)
         total = term if total is None else total + term
     # Primals or tangents that require grad: record, so that jvp nests in grad.
     nested = any(isinstance(a, Tensor) and a.requires_grad for a in primals + tangents)
     (tangent_out,) = _gradients(total, [u], [unode], record=nested)
     return (out if nested else out.detach()), tangent_out
+
+
+def _pairing(rec, c, t):
+    """Re <c, t> = sum(Re(conj(c) t)): the real inner product under which PyTorch's
+    convention transposes, so the VJP of ``u -> J^H u`` is ``J t`` (complex too)."""
+    xp = rec.xp
+    if rec.is_complex(c.dtype) or rec.is_complex(t.dtype):
+        return xp.sum(xp.real(xp.conj(c) * t))
+    return xp.sum(c * t)
 
 
 def jacobian(f, argnums=0):
@@ -175,6 +184,12 @@ def jacobian(f, argnums=0):
             out = f(*args)
         rec = recorder_of(out)
         B = rec.backend
+        if rec.is_complex(out.dtype):
+            raise TypeError(
+                f"jacobian: the function returns complex values ({out.dtype}); the "
+                "Jacobian of a function that need not be holomorphic is no complex "
+                "matrix: differentiate a real function of it, or use vjp / jvp"
+            )
         n = B.size_of(out.data)
         rows = [[] for _ in variables]
         for k in range(n):
@@ -259,7 +274,22 @@ def _flat(g):
 
 
 def _custom_rule(bwd, name, rec, xp, g, residuals, *args):
-    """The VJP of a custom_vjp function: the user's ``bwd``, on Tensors in both modes."""
+    """The VJP of a custom_vjp function: the user's ``bwd``, on Tensors in both modes.
+    ``bwd`` works in PyTorch's convention (as ``.grad`` does) for complex values."""
+    g = (
+        tuple(_convention(rec, xp, a) for a in g)
+        if isinstance(g, tuple)
+        else _convention(rec, xp, g)
+    )
+    out = _custom_grads(bwd, name, rec, xp, g, residuals, *args)
+    return tuple(_convention(rec, xp, r) for r in out)
+
+
+def _convention(rec, xp, a):
+    return a if a is None else graph.to_internal(rec, a, xp)
+
+
+def _custom_grads(bwd, name, rec, xp, g, residuals, *args):
     if xp.records:
         with graph.enable_grad():
             grads = bwd(residuals, g)

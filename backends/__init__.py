@@ -152,14 +152,12 @@ class Backend(types.SimpleNamespace):
         return array_api_compat.is_array_api_obj(x) and not isinstance(x, (int, float, bool))
 
     def check_differentiable(self, dtype, where):
-        if self.isdtype(dtype, "real floating"):
+        if self.isdtype(dtype, ("real floating", "complex floating")):
             return
-        if self.isdtype(dtype, "complex floating"):
-            raise TypeError(
-                f"{where}: complex tensors can't require grad yet (dtype {dtype}); "
-                "only real floating dtypes are differentiable"
-            )
-        raise TypeError(f"{where}: only floating-point tensors can require grad, got dtype {dtype}")
+        raise TypeError(
+            f"{where}: only floating-point tensors (real or complex) can require grad, "
+            f"got dtype {dtype}"
+        )
 
 
 def to_host(x):

@@ -294,7 +294,7 @@ NONDIFF = {
     "comparisons": lambda xp, x: (x > 0.0, xp.equal(x, x), xp.isin(xp.astype(x, xp.int64), 2)),
     "argmax_argmin": lambda xp, x: (xp.argmax(x, axis=1), xp.argmin(x)),
     "rounding": lambda xp, x: (xp.floor(x), xp.ceil(x), xp.trunc(x), xp.round(x)),
-    "sign": lambda xp, x: (xp.sign(x), xp.signbit(x), x // 0.5),
+    "sign": lambda xp, x: (xp.signbit(x), x // 0.5),
     "isnan": lambda xp, x: (xp.isnan(x), xp.isfinite(x), xp.all(x > 0)),
     "nonzero": lambda xp, x: xp.nonzero(x) + (xp.count_nonzero(x),),
     "unique": lambda xp, x: tuple(xp.unique_all(x))[1:],  # the values carry a gradient
@@ -313,12 +313,10 @@ def test_nondifferentiable_results_do_not_require_grad(xp, name):
         assert o.is_leaf
 
 
-@pytest.mark.parametrize(
-    "dtype", ["int8", "int32", "int64", "uint8", "bool", "complex64", "complex128"]
-)
-def test_only_real_floating_tensors_can_require_grad(xp, dtype):
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "bool"])
+def test_only_floating_tensors_can_require_grad(xp, dtype):
     dt = getattr(xp, dtype)
-    match = "complex" if dtype.startswith("complex") else "only floating-point"
+    match = "only floating-point"
     with pytest.raises(TypeError, match=match):
         xp.asarray([1, 0], dtype=dt, requires_grad=True)
     with pytest.raises(TypeError, match=match):

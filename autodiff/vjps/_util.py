@@ -64,3 +64,28 @@ def inverse_permutation(axes):
     for i, a in enumerate(axes):
         inv[a] = i
     return tuple(inv)
+
+
+_COMPLEX: dict = {}  # (dtype class, dtype) -> complex floating? (isdtype is slow)
+
+
+def is_complex(xp, a):
+    """Whether the array ``a`` is complex floating."""
+    # keyed with the class: two libraries' dtypes may hash alike, and compare with a warning
+    key = (type(a.dtype), a.dtype)
+    c = _COMPLEX.get(key)
+    if c is None:
+        c = _COMPLEX[key] = bool(xp.isdtype(a.dtype, "complex floating"))
+    return c
+
+
+def conj(xp, a):
+    """``conj(a)``, and ``a`` itself when real (NumPy's conj of a real array copies)."""
+    return xp.conj(a) if is_complex(xp, a) else a
+
+
+def complex_of(xp, a):
+    """``a`` as complex (float32 -> complex64, float64 -> complex128), as it is if so."""
+    if is_complex(xp, a):
+        return a
+    return xp.astype(a, xp.complex64 if a.dtype == xp.float32 else xp.complex128)

@@ -3,25 +3,41 @@ broadcasting and dtype casts of the gradient are undone centrally."""
 
 from __future__ import annotations
 
+import cmath
 import math
 
 from ..registry import defop
-from ._util import binary, nondiff, unary
+from ._util import binary, complex_of, conj, nondiff, unary
 
 
 def _is_scalar(v):
-    return isinstance(v, (int, float))
+    return isinstance(v, (int, float, complex))
+
+
+def _sign(xp, g, ans, x):
+    """sign(z) = z/|z|: d sign = (dz - sign^2 conj(dz)) / (2|z|); its transpose. Zero
+    for real x (and at 0), where sign is piecewise constant."""
+    a = xp.abs(x)
+    safe = xp.where(a == 0, xp.ones_like(a), a)
+    r = (g - conj(xp, g * ans * ans)) / (2 * safe)
+    return xp.where(a == 0, xp.zeros_like(r), r)
+
+
+def _imag(xp, g, ans, x):
+    """imag(z) = Re(-i z): the transpose gives -i g (a real input keeps none of it)."""
+    return complex_of(xp, g) * (-1j)
 
 
 # -- one argument ------------------------------------------------------------
-unary("abs", lambda xp, g, ans, x: g * xp.sign(x), twice=False)  # abs'(0) = 0
+# abs'(0) = 0; d|z| = Re(conj(sign z) dz), whose transpose is g conj(sign z)
+unary("abs", lambda xp, g, ans, x: g * conj(xp, xp.sign(x)), twice=False)
 unary("acos", lambda xp, g, ans, x: -g / xp.sqrt(1 - x * x), domain=(-1, 1))
 unary("acosh", lambda xp, g, ans, x: g / xp.sqrt(x * x - 1), domain=(1, math.inf))
 unary("asin", lambda xp, g, ans, x: g / xp.sqrt(1 - x * x), domain=(-1, 1))
 unary("asinh", lambda xp, g, ans, x: g / xp.sqrt(x * x + 1))
 unary("atan", lambda xp, g, ans, x: g / (1 + x * x))
 unary("atanh", lambda xp, g, ans, x: g / (1 - x * x), domain=(-1, 1))
-unary("conj", lambda xp, g, ans, x: g, saves=())  # real inputs only
+unary("conj", lambda xp, g, ans, x: conj(xp, g), saves=())
 unary("cos", lambda xp, g, ans, x: -g * xp.sin(x))
 unary("cosh", lambda xp, g, ans, x: g * xp.sinh(x))
 unary("exp", lambda xp, g, ans, x: g * ans, saves=(), saves_ans=True)
@@ -32,7 +48,9 @@ unary("log2", lambda xp, g, ans, x: g / (x * math.log(2)), domain=(0, math.inf))
 unary("log10", lambda xp, g, ans, x: g / (x * math.log(10)), domain=(0, math.inf))
 unary("negative", lambda xp, g, ans, x: -g, saves=())
 unary("positive", lambda xp, g, ans, x: g, saves=())
-unary("real", lambda xp, g, ans, x: g, saves=())  # real inputs only
+unary("real", lambda xp, g, ans, x: g, saves=())  # Re(z): the transpose is g itself
+unary("imag", _imag, saves=())
+unary("sign", _sign, saves_ans=True)
 unary("reciprocal", lambda xp, g, ans, x: -g * ans * ans, saves=(), saves_ans=True)
 unary("sin", lambda xp, g, ans, x: g * xp.cos(x))
 unary("sinh", lambda xp, g, ans, x: g * xp.cosh(x))
@@ -68,6 +86,7 @@ binary(
     "atan2",
     lambda xp, g, ans, x1, x2: g * x2 / (x1 * x1 + x2 * x2),
     lambda xp, g, ans, x1, x2: -g * x1 / (x1 * x1 + x2 * x2),
+    complex=False,
 )
 
 
@@ -79,12 +98,13 @@ def _hypot(which):
     return rule
 
 
-binary("hypot", _hypot(0), _hypot(1), saves_ans=True, twice=False)
+binary("hypot", _hypot(0), _hypot(1), saves_ans=True, twice=False, complex=False)
 binary(
     "logaddexp",
     lambda xp, g, ans, x1, x2: g * xp.exp(x1 - ans),
     lambda xp, g, ans, x1, x2: g * xp.exp(x2 - ans),
     saves_ans=True,
+    complex=False,
 )
 
 
@@ -104,12 +124,14 @@ binary(
     _extremum(True),
     lambda xp, g, ans, x1, x2: _extremum(True)(xp, g, ans, x2, x1),
     twice=False,
+    complex=False,
 )
 binary(
     "minimum",
     _extremum(False),
     lambda xp, g, ans, x1, x2: _extremum(False)(xp, g, ans, x2, x1),
     twice=False,
+    complex=False,
 )
 
 
@@ -123,6 +145,8 @@ def _pow_base(xp, g, ans, x1, x2):
 def _pow_exponent(xp, g, ans, x1, x2):
     """d/dx2 x1**x2 = x1**x2 * log(x1); zero where x1 == 0 (the limit from x1 > 0)."""
     if _is_scalar(x1):
+        if isinstance(x1, complex):
+            return g * ans * cmath.log(x1) if x1 != 0 else g * 0
         return g * ans * math.log(x1) if x1 > 0 else g * 0
     safe = xp.where(x1 == 0, xp.ones_like(x1), x1)
     return xp.where(x1 == 0, xp.zeros_like(g), g * ans * xp.log(safe))
@@ -134,6 +158,7 @@ binary(
     lambda xp, g, ans, x1, x2: g,
     lambda xp, g, ans, x1, x2: -g * xp.floor(x1 / x2),
     twice=False,
+    complex=False,
 )
 
 
@@ -143,7 +168,7 @@ def _copysign(xp, g, ans, x1, x2):
     return xp.where(xp.signbit(x1) == negative, g, -g)
 
 
-binary("copysign", _copysign, None, twice=False)
+binary("copysign", _copysign, None, twice=False, complex=False)
 
 
 def _clip_x(xp, g, ans, x, lo, hi):
@@ -176,6 +201,7 @@ defop(
     impl=_clip_impl,
     public=lambda f, rec: lambda x, /, min=None, max=None: f(x, min, max),
     twice=False,
+    complex=False,
 )
 
 # nextafter(x1, x2) is x1 moved by one ulp: its derivative is that of x1 (1), none in x2
@@ -184,13 +210,14 @@ binary(
     lambda xp, g, ans, x1, x2: g,
     lambda xp, g, ans, x1, x2: xp.zeros_like(g),
     saves=(),
+    complex=False,
 )
 
 # -- piecewise constant, integer or boolean results: no gradient ----------------
 nondiff(
     "elementwise",
-    "ceil", "floor", "round", "sign", "signbit", "trunc", "isfinite", "isinf", "isnan",
-    "logical_not", "bitwise_invert", "imag",
+    "ceil", "floor", "round", "signbit", "trunc", "isfinite", "isinf", "isnan",
+    "logical_not", "bitwise_invert",
     style="unary",
 )  # fmt: skip
 nondiff(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..registry import defop
-from ._util import inverse_permutation
+from ._util import conj, inverse_permutation
 
 
 def _matmul(xp, g, ans, x1, x2):
@@ -46,10 +46,11 @@ def _tensordot(xp, g, ans, x1, x2, *, axes=2):
 
 
 def _vecdot(xp, g, ans, x1, x2, *, axis=-1):
+    """sum(conj(x1) * x2): x1's side is conjugated (the transpose of conj(dx1) x2)."""
     if axis >= 0:
         axis -= max(x1.ndim, x2.ndim)
     ge = xp.expand_dims(g, axis=axis)
-    return ge * x2, ge * x1
+    return conj(xp, ge * x2), ge * conj(xp, x1)
 
 
 def _matrix_transpose(xp, g, ans, x):

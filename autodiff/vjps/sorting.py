@@ -12,5 +12,5 @@ def _sort(xp, g, ans, x, *, axis=-1, descending=False, stable=True):
     return xp.take_along_axis(g, inverse, axis=axis)
 
 
-defop("sort", _sort, chapter="sorting", twice=False)
+defop("sort", _sort, chapter="sorting", twice=False, complex=False)
 nondiff("sorting", "argsort")

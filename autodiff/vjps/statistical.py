@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..registry import defop
-from ._util import axes_of, count, expand, inverse_permutation, keep_shape
+from ._util import axes_of, conj, count, expand, inverse_permutation, keep_shape
 
 
 def _sum(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
@@ -26,7 +26,7 @@ def _extremum(xp, g, ans, x, *, axis=None, keepdims=False):
 
 def _var(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
     axes = axes_of(axis, x.ndim)
-    centered = x - xp.mean(x, axis=axes, keepdims=True)
+    centered = conj(xp, x - xp.mean(x, axis=axes, keepdims=True))  # var = mean |x - m|^2
     return (
         expand(xp, g, x.shape, axis, keepdims)
         * centered
@@ -40,7 +40,7 @@ def _std(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
     s = xp.reshape(ans, keep_shape(x.shape, axes))
     zero = s == 0
     safe = xp.where(zero, xp.ones_like(s), s)
-    centered = x - xp.mean(x, axis=axes, keepdims=True)
+    centered = conj(xp, x - xp.mean(x, axis=axes, keepdims=True))
     scale = xp.where(zero, xp.zeros_like(s), 1 / ((count(x.shape, axis) - correction) * safe))
     return expand(xp, g, x.shape, axis, keepdims) * centered * scale
 
@@ -121,8 +121,8 @@ def _cumulative_prod_polynomial(xp, g, x, axis):
 
 defop("sum", _sum, chapter="statistical", saves=())
 defop("mean", _mean, chapter="statistical", saves=())
-defop("max", _extremum, chapter="statistical", saves_ans=True, twice=False)
-defop("min", _extremum, chapter="statistical", saves_ans=True, twice=False)
+defop("max", _extremum, chapter="statistical", saves_ans=True, twice=False, complex=False)
+defop("min", _extremum, chapter="statistical", saves_ans=True, twice=False, complex=False)
 defop("var", _var, chapter="statistical")
 defop("std", _std, chapter="statistical", saves_ans=True)
 defop("prod", _prod, chapter="statistical")

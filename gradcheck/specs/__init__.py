@@ -3,6 +3,8 @@ toolkit is in ``common.py``, the specs in one module per family of ops (importin
 them registers them)."""
 
 from . import (  # noqa: F401
+    fft,
+    linalg,
     nn_activations_losses,
     nn_conv_pool,
     nn_normalization,

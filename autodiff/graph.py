@@ -462,7 +462,7 @@ class Pass:
                     args, ans = node.args, node.ans
                     rules = op.vjp
                     if len(edges) == 1:
-                        grads, fitted = (rules[0](xp, g, ans, args[0]),), True
+                        grads, fitted = (rules[0](xp, g, ans, args[0]),), op.keeps_dtype
                     else:
                         a, b = args
                         e1, e2 = edges

@@ -94,6 +94,9 @@ class Op:
     """Open interval of real inputs where the op is differentiable (for specs)."""
     twice: bool = True
     """Twice differentiable (gradcheck checks second order)."""
+    keeps_dtype: bool = True
+    """An element-wise op of one argument whose rule returns the input's dtype, so
+    the backward pass skips fitting it (not ``real``/``imag``: real of complex)."""
     complex: bool | None = None
     """Takes complex inputs (its rules are written for them); default: every op of the
     standard but the nn extension ops. An op that doesn't refuses a complex tensor

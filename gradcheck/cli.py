@@ -56,9 +56,12 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
         if name not in SPECS:
             raise SystemExit(f"gradcheck: no op named {name!r} (see gradcheck --list)")
         spec = SPECS[name]
+        if dtype.startswith("complex") and not registry.get(name).complex:
+            yield _record(name, "real only", "defined for real inputs only")
+            continue
         for sample in spec.samples(seed):
             f = lambda *t, s=sample: s.call(xp, *t)  # noqa: E731
-            missing = _unsupported(xp, sample)
+            missing = _unsupported(xp, sample, dtype)
             if missing is not None:
                 yield {"op": name, "sample": sample.label, "order": 1, "status": "unsupported",
                        "max_abs": None, "max_rel": None, "detail": missing}  # fmt: skip
@@ -81,16 +84,22 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
                 yield rec
 
 
-def _unsupported(xp, sample):
+def _unsupported(xp, sample, dtype="float64"):
     """Why the backend can't run the sample's forward at all (NotImplementedError from
-    the library itself, e.g. unique_all in array_api_compat's torch), else None."""
+    the library itself, e.g. unique_all in array_api_compat's torch; on complex inputs,
+    a TypeError: array_api_strict's var takes real values only), else None."""
     import autodiff as ad
 
+    from .core import as_checked
+
+    complex_run = dtype.startswith("complex")
     try:
         with ad.no_grad():
-            sample.call(xp, *[xp.asarray(np.asarray(a)) for a in sample.inputs])
+            sample.call(xp, *[xp.asarray(a) for a in as_checked(sample.inputs, dtype)])
     except NotImplementedError as exc:
         return f"the backend lacks it: {exc}"
+    except TypeError as exc:
+        return f"the backend takes real inputs only here: {exc}" if complex_run else None
     except Exception:  # any other error is the checks' to report
         return None
     return None
@@ -112,9 +121,10 @@ def main(argv=None):
     p.add_argument("--op", action="append", dest="ops", metavar="NAME", help="check only this op")
     p.add_argument(
         "--dtype",
-        choices=("float64", "float32"),
+        choices=("float64", "float32", "complex128", "complex64"),
         default="float64",
-        help="dtype of the analytic gradient (differences are always float64)",
+        help="dtype of the analytic gradient (differences are always float64); a complex "
+        "one makes every input complex, for the ops that take complex inputs",
     )
     p.add_argument(
         "--mode",
@@ -154,7 +164,7 @@ def main(argv=None):
             for key, field in (("abs", "max_abs"), ("rel", "max_rel")):
                 if rec[field] is not None and np.isfinite(rec[field]):
                     agg[key] = max(agg[key], rec[field])
-            if rec["status"] not in ("ok", "nondiff", "unsupported"):
+            if rec["status"] not in ("ok", "nondiff", "unsupported", "real only"):
                 agg["bad"].append(rec)
             elif rec["status"] != "ok":
                 agg.setdefault(rec["status"], []).append(rec)
@@ -163,9 +173,13 @@ def main(argv=None):
         return 2
     if progress:
         sys.stderr.write("\r\033[K")
-    failed = [r for r in records if r["status"] not in ("ok", "nondiff", "unsupported")]
+    passing = ("ok", "nondiff", "unsupported", "real only")
+    failed = [r for r in records if r["status"] not in passing]
     kinks = [r for r in records if r["status"] == "nondiff"]
     unsupported = [r for r in records if r["status"] == "unsupported"]
+    real_only = [r for r in records if r["status"] == "real only"]
+    for r in real_only:
+        per_op.pop(r["op"], None)
     if not args.quiet:
         print(f"{'op':28s} {'checks':>6s} {'max abs err':>11s} {'max rel err':>11s}  status")
         for name, agg in per_op.items():
@@ -185,10 +199,11 @@ def main(argv=None):
     dt = time.perf_counter() - t0
     at_kinks = f", {len(kinks)} at non-differentiable points" if kinks else ""
     lacking = f", {len(unsupported)} the backend can't run" if unsupported else ""
-    passed = len(records) - len(failed) - len(unsupported)
-    print(f"{len(per_op)} ops, {len(records)} checks on {args.backend} ({args.dtype}, "
-          f"{args.mode}): {passed} passed, {len(failed)} failed{at_kinks}{lacking} "
-          f"in {dt:.1f} s")  # fmt: skip
+    passed = len(records) - len(failed) - len(unsupported) - len(real_only)
+    skipped = f"; {len(real_only)} ops take real inputs only" if real_only else ""
+    print(f"{len(per_op)} ops, {len(records) - len(real_only)} checks on {args.backend} "
+          f"({args.dtype}, {args.mode}): {passed} passed, {len(failed)} failed{at_kinks}"
+          f"{lacking} in {dt:.1f} s{skipped}")  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(records, fh, indent=1)

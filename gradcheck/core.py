@@ -17,6 +17,14 @@ reports): a mismatch there is reported as ``nondiff``, not as a wrong rule.
 
 ``check_second`` checks the VJP of the VJP (through ``create_graph=True``).
 Inputs are NumPy arrays; the function runs on any wrapped namespace.
+
+Complex values are checked as pairs of reals: a complex input is perturbed along
+its real and its imaginary part, a complex output ``o`` is paired with a complex
+cotangent ``u`` as ``sum(Re(conj(u) o))``, and the gradient (PyTorch's convention,
+``dL/dx + i dL/dy``) is compared with the differences of both parts. A complex
+``dtype`` ("complex128", "complex64") also makes every real input complex, by
+adding a fixed imaginary part, so the whole registry can be checked on complex
+inputs.
 """
 
 from __future__ import annotations
@@ -28,12 +36,29 @@ import numpy as np
 import autodiff as ad
 from autodiff.tensor import Tensor
 
-__all__ = ["check_grad", "check_second", "check_op", "Result", "GradcheckError", "TOLERANCES"]
+__all__ = [
+    "check_grad",
+    "check_second",
+    "check_op",
+    "as_checked",
+    "Result",
+    "GradcheckError",
+    "TOLERANCES",
+]
 
 FULL_LIMIT = 4096
 # (atol, rtol) of a check, by dtype.
 TOLERANCES = {"float64": (1e-6, 1e-5), "float32": (2e-3, 2e-2)}
 SECOND_TOLERANCES = {"float64": (1e-5, 1e-4), "float32": (5e-3, 5e-2)}
+for _d in (TOLERANCES, SECOND_TOLERANCES):
+    _d["complex128"], _d["complex64"] = _d["float64"], _d["float32"]
+# the real and the complex dtype of each precision
+PRECISION = {
+    "float64": ("float64", "complex128"),
+    "float32": ("float32", "complex64"),
+    "complex128": ("float64", "complex128"),
+    "complex64": ("float32", "complex64"),
+}
 
 
 class GradcheckError(AssertionError):
@@ -79,25 +104,79 @@ def _to_numpy(t):
         return np.asarray(array_api_compat.to_device(data, "cpu"))
 
 
+def as_checked(inputs, dtype):
+    """The sample ``inputs`` as checked at ``dtype``: a complex dtype moves real ones off
+    the real axis (a fixed imaginary part in [-0.5, 0.5])."""
+    arrays = [np.asarray(a) for a in inputs]
+    if dtype.startswith("complex"):
+        rng = np.random.default_rng(4321)
+        arrays = [a if np.iscomplexobj(a) else a + 0.5j * rng.uniform(-1, 1, a.shape)
+                  for a in arrays]  # fmt: skip
+    return arrays
+
+
+def _realify(a):
+    """A NumPy array as reals: a complex one as (..., 2) pairs (real, imaginary)."""
+    a = np.asarray(a)
+    if np.iscomplexobj(a):
+        return np.stack([a.real, a.imag], axis=-1).astype(np.float64)
+    return a.astype(np.float64)
+
+
 class _Problem:
-    """``f`` on a namespace, fed from NumPy float64 arrays."""
+    """``f`` on a namespace, fed from NumPy float64 arrays: ``self.inputs`` are the
+    inputs as reals (``_realify``), which the checks perturb."""
 
     def __init__(self, f, inputs, xp, dtype, device):
-        self.f, self.xp, self.dtype, self.device = f, xp, dtype, device
-        self.inputs = [np.asarray(a, dtype=np.float64) for a in inputs]
+        self.f, self.xp, self.device = f, xp, device
+        self.dtype, self.complex_dtype = PRECISION[dtype]
+        arrays = as_checked(inputs, dtype)
+        self.is_complex = [np.iscomplexobj(a) for a in arrays]
+        self.inputs = [_realify(a) for a in arrays]
+
+    def array(self, i, r):
+        """Input ``i`` from its reals ``r``."""
+        return r[..., 0] + 1j * r[..., 1] if self.is_complex[i] else r
 
     def tensor(self, a, dtype=None, requires_grad=False):
+        a = np.asarray(a)
+        if dtype is None:
+            dtype = self.complex_dtype if np.iscomplexobj(a) else self.dtype
+        elif np.iscomplexobj(a) and not dtype.startswith("complex"):
+            dtype = PRECISION[dtype][1]
         kw = {} if self.device is None else {"device": self.device}
-        t = self.xp.asarray(np.asarray(a, dtype=dtype or self.dtype), **kw)
+        t = self.xp.asarray(a.astype(dtype), **kw)
         if requires_grad:
             t.requires_grad = True
         return t
 
-    def outputs(self, arrays):
-        """f at ``arrays``, in float64, as NumPy arrays (no graph)."""
+    def tensors(self, reals, dtype=None, requires_grad=False):
+        return [self.tensor(self.array(i, r), dtype, requires_grad) for i, r in enumerate(reals)]
+
+    def outputs(self, reals):
+        """f at the inputs ``reals``, in float64, as real NumPy arrays (no graph)."""
         with ad.no_grad():
-            outs = _outputs(self.f(*[self.tensor(a, "float64") for a in arrays]))
-        return [_to_numpy(o).astype(np.float64) for o in outs]
+            outs = _outputs(self.f(*self.tensors(reals, "float64")))
+        return [_realify(_to_numpy(o)) for o in outs]
+
+    def pairing(self, outs, cotangents):
+        """sum over outputs of Re(conj(u) o): the scalar whose gradient is the VJP, for
+        cotangents ``u`` given as reals (``_realify``'s layout)."""
+        xp = self.xp
+        total = None
+        for o, u in zip(outs, cotangents):
+            if np.dtype(_np_dtype(o)).kind == "c":
+                c = self.tensor(np.conj(u[..., 0] + 1j * u[..., 1]), str(_np_dtype(o)))
+                term = xp.sum(xp.real(o * c))
+            else:
+                term = xp.sum(o * self.tensor(u, dtype=str(_np_dtype(o))))
+            total = term if total is None else total + term
+        return total
+
+
+def _shape(o):
+    """The shape of output ``o`` as reals."""
+    return tuple(o.shape) + ((2,) if np.dtype(_np_dtype(o)).kind == "c" else ())
 
 
 def _one_sided(prob, i, idx, h, outs0):
@@ -131,16 +210,12 @@ def _verify_meta(grads, tensors):
 
 def _vjp(prob, tensors, outs, cotangents):
     """The VJP of ``f`` at ``tensors`` for one cotangent per output (NumPy arrays)."""
-    xp = prob.xp
-    total = None
-    for o, u in zip(outs, cotangents):
-        term = xp.sum(o * prob.tensor(u, dtype=str(np.dtype(_np_dtype(o)))))
-        total = term if total is None else total + term
+    total = prob.pairing(outs, cotangents)
     for t in tensors:
         t.grad = None
     total.backward(retain_graph=True)
     _verify_meta([t.grad for t in tensors], tensors)
-    return [_to_numpy(t.grad).astype(np.float64) for t in tensors]
+    return [_realify(_to_numpy(t.grad)) for t in tensors]
 
 
 def _index(k):
@@ -182,7 +257,7 @@ def _compare(pairs, atol, rtol, kinks=None):
 
 
 def _full(prob, tensors, outs, eps, atol, rtol):
-    shapes = [tuple(o.shape) for o in outs]
+    shapes = [_shape(o) for o in outs]
     sizes = [int(np.prod(s)) for s in shapes]
     n_out = sum(sizes)
     outs0 = prob.outputs(prob.inputs)
@@ -217,7 +292,7 @@ def _fast(prob, tensors, outs, eps, atol, rtol, seed, projections=3):
     rng = np.random.default_rng(seed + 12345)
     a_vals, n_vals = [], []
     for _ in range(projections):
-        us = [rng.standard_normal(tuple(o.shape)) for o in outs]
+        us = [rng.standard_normal(_shape(o)) for o in outs]
         vs = [rng.standard_normal(a.shape) for a in prob.inputs]
         grads = _vjp(prob, tensors, outs, us)
         a_vals.append(sum(float(np.sum(g * v)) for g, v in zip(grads, vs)))
@@ -241,9 +316,9 @@ def check_grad(f, *inputs, xp=None, mode="auto", dtype="float64", eps=1e-6, atol
     atol = TOLERANCES[dtype][0] if atol is None else atol
     rtol = TOLERANCES[dtype][1] if rtol is None else rtol
     prob = _Problem(f, inputs, xp, dtype, device)
-    tensors = [prob.tensor(a, requires_grad=True) for a in prob.inputs]
+    tensors = prob.tensors(prob.inputs, requires_grad=True)
     outs = _outputs(f(*tensors))
-    n_jac = sum(int(np.prod(o.shape)) for o in outs) * sum(a.size for a in prob.inputs)
+    n_jac = sum(int(np.prod(_shape(o))) for o in outs) * sum(a.size for a in prob.inputs)
     if mode == "auto":
         mode = "full" if n_jac <= FULL_LIMIT else "fast"
     if mode == "full":
@@ -269,28 +344,24 @@ def check_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, rtol
     prob = _Problem(f, inputs, xp, dtype, device)
     rng = np.random.default_rng(seed + 1)
     with ad.no_grad():
-        outs0 = _outputs(f(*[prob.tensor(a, "float64") for a in prob.inputs]))
-    us = [rng.standard_normal(tuple(o.shape)) for o in outs0]
+        outs0 = _outputs(f(*prob.tensors(prob.inputs, "float64")))
+    us = [rng.standard_normal(_shape(o)) for o in outs0]
     vs = [rng.standard_normal(a.shape) for a in prob.inputs]
 
     def scalar(ts):
-        total = None
-        for o, u in zip(_outputs(f(*ts)), us):
-            term = xp.sum(o * prob.tensor(u, dtype=str(_np_dtype(o))))
-            total = term if total is None else total + term
-        return total
+        return prob.pairing(_outputs(f(*ts)), us)
 
-    def h_value(arrays):
-        ts = [prob.tensor(a, "float64", requires_grad=True) for a in arrays]
+    def h_value(reals):
+        ts = prob.tensors(reals, "float64", requires_grad=True)
         scalar(ts).backward()
-        return float(sum(np.sum(_to_numpy(t.grad) * v) for t, v in zip(ts, vs)))
+        return float(sum(np.sum(_realify(_to_numpy(t.grad)) * v) for t, v in zip(ts, vs)))
 
-    ts = [prob.tensor(a, requires_grad=True) for a in prob.inputs]
+    ts = prob.tensors(prob.inputs, requires_grad=True)
     scalar(ts).backward(create_graph=True)
     h = None
     for t, v in zip(ts, vs):
         if t.grad is not None and t.grad.requires_grad:  # else: constant in the inputs
-            term = xp.sum(t.grad * prob.tensor(v))
+            term = prob.pairing([t.grad], [v])
             h = term if h is None else h + term
     analytic = [np.zeros_like(a) for a in prob.inputs]
     if h is not None:
@@ -298,7 +369,7 @@ def check_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, rtol
             t.grad = None
         h.backward()
         analytic = [
-            np.zeros_like(a) if t.grad is None else _to_numpy(t.grad).astype(np.float64)
+            np.zeros_like(a) if t.grad is None else _realify(_to_numpy(t.grad))
             for t, a in zip(ts, prob.inputs)
         ]
     pairs = []

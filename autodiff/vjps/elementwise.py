@@ -48,8 +48,8 @@ unary("log2", lambda xp, g, ans, x: g / (x * math.log(2)), domain=(0, math.inf))
 unary("log10", lambda xp, g, ans, x: g / (x * math.log(10)), domain=(0, math.inf))
 unary("negative", lambda xp, g, ans, x: -g, saves=())
 unary("positive", lambda xp, g, ans, x: g, saves=())
-unary("real", lambda xp, g, ans, x: g, saves=())  # Re(z): the transpose is g itself
-unary("imag", _imag, saves=())
+unary("real", lambda xp, g, ans, x: g, saves=(), keeps_dtype=False)  # Re(z): transpose g
+unary("imag", _imag, saves=(), keeps_dtype=False)
 unary("sign", _sign, saves_ans=True)
 unary("reciprocal", lambda xp, g, ans, x: -g * ans * ans, saves=(), saves_ans=True)
 unary("sin", lambda xp, g, ans, x: g * xp.cos(x))

@@ -16,6 +16,8 @@ for _n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "conj", "cos", "co
            "reciprocal", "sin", "sinh", "sqrt", "square", "tan", "tanh"):  # fmt: skip
     _unary(_n, values=(lambda r, s: _away(r, s, 0.3, 1.5)) if _n == "reciprocal" else None)
 _unary("abs", values=lambda r, s: _away(r, s))
+_unary("sign", values=lambda r, s: _away(r, s))  # zero for real x; z/|z| for complex
+_unary("imag", values=lambda r, s: _in(r, s) + 1j * _in(r, s))  # real inputs: strict refuses
 for _n in ("add", "subtract", "multiply", "atan2", "logaddexp"):
     _binary(_n)
 _binary("divide", values=lambda r, s, i: _away(r, s, 0.5, 1.5) if i else _in(r, s, -1.5, 1.5))
@@ -297,7 +299,7 @@ def _getitem(rng):
             lambda xp, a: a[xp.asarray([0, 2, 0, 0]), xp.asarray([1, 1, 2, 1])],
             "repeated integer arrays",
         ),
-        Sample((x,), lambda xp, a: a[a > 0], "boolean mask"),
+        Sample((x,), lambda xp, a: a[xp.real(a) > 0], "boolean mask"),
     ]
 
 
@@ -343,8 +345,9 @@ spec("index_add", _index_add)
 # -- searching, sorting, utility, data types ----------------------------------------------
 def _where(rng):
     a, b = _in(rng, (2, 3)), _in(rng, (3,))
-    return [Sample((a, b), lambda xp, x, y: xp.where(x > 0, x, y), "broadcast"),
-            Sample((a,), lambda xp, x: xp.where(x > 0, x, 0.0), "scalar branch")]  # fmt: skip
+    # real(x) > 0: complex inputs (gradcheck --dtype complex128) have no order
+    return [Sample((a, b), lambda xp, x, y: xp.where(xp.real(x) > 0, x, y), "broadcast"),
+            Sample((a,), lambda xp, x: xp.where(xp.real(x) > 0, x, 0.0), "scalar branch")]  # fmt: skip
 
 
 spec("where", _where)
@@ -368,6 +371,7 @@ spec("diff", lambda rng: [
 ])  # fmt: skip
 spec("astype", lambda rng: [
     Sample((_in(rng, (3,)),), lambda xp, a: xp.astype(a, xp.float64, copy=True), "copy"),
+    Sample((_in(rng, (3,)),), lambda xp, a: xp.astype(a, xp.complex128) * (1 - 2j), "to complex"),
 ], atol=1e-5, rtol=1e-4)  # fmt: skip
 spec("to_device", lambda rng: [
     Sample((_in(rng, (3,)),), lambda xp, a: a.to_device(a.device) * 2.0, "same device"),

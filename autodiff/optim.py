@@ -181,9 +181,33 @@ class Optimizer:
                     )
                 # The update returns the new buffer: the same object wherever the
                 # backend has in-place operators, a new one where arrays are immutable.
-                p.data = self._update(p, g, group, self.state.setdefault(p, {}))
+                state = self.state.setdefault(p, {})
+                rec = recorder_of(p)
+                if rec.is_complex(p.data.dtype):
+                    p.data = self._complex_update(rec, p, g, group, state)
+                else:
+                    p.data = self._update(p, g, group, state)
                 bump(p)
         return loss
+
+    def _complex_update(self, rec, p, g, group, state):
+        """A complex parameter is updated as the pairs (real, imaginary) of its values,
+        as torch does (``view_as_real``): Adam's moments are per part, not |g|^2. Its
+        state holds those pairs (shape + (2,))."""
+        B = rec.backend
+
+        def pairs(a):
+            return B.stack([B.real(a), B.imag(a)], axis=-1)
+
+        new = self._update(rec.wrap(pairs(p.data)), pairs(g), group, state)
+        z = B.astype(new[..., 0], p.data.dtype) + B.astype(new[..., 1], p.data.dtype) * 1j
+        if B.is_array(p.data) and hasattr(p.data, "__setitem__"):
+            try:
+                p.data[...] = z  # the same buffer, where the backend writes in place
+                return p.data
+            except (TypeError, ValueError):
+                pass
+        return z
 
     def _update(self, p, g, group, state):  # pragma: no cover - abstract
         """Update ``p.data`` from the raw gradient ``g``; return the new buffer."""

@@ -11,7 +11,18 @@ import argparse
 import importlib
 import sys
 
-CASES = ("chain", "mlp", "cnn", "gru", "attention", "conv", "maxpool", "cross_entropy", "where")
+CASES = (
+    "chain",
+    "complex_chain",
+    "mlp",
+    "cnn",
+    "gru",
+    "attention",
+    "conv",
+    "maxpool",
+    "cross_entropy",
+    "where",
+)
 
 
 def main(argv=None):

@@ -3,6 +3,7 @@ array, then ``sum``, forward and backward: 601 primitive ops.
 
 Compares autodiff on numpy with hand-written NumPy forward + backward (the
 floor: only the arithmetic) and with PyTorch eager on the CPU (if installed).
+The step builders take a dtype: ``complex_chain`` runs the same chain on complex128.
 """
 
 from __future__ import annotations
@@ -19,23 +20,31 @@ STEPS = 200
 OPS = 3 * STEPS + 1
 
 
-def autodiff_step():
+def start(dtype="float64"):
+    """The input: (16,) values in [-1, 1], off the real axis when complex."""
+    x = np.linspace(-1.0, 1.0, 16)
+    return (x + 0.5j * x[::-1]).astype(dtype) if dtype.startswith("complex") else x
+
+
+def autodiff_step(dtype="float64"):
     xp = ad.Autodiff(np)
-    x0 = xp.asarray(np.linspace(-1.0, 1.0, 16), requires_grad=True)
+    x0 = xp.asarray(start(dtype), requires_grad=True)
+    real = xp.real if dtype.startswith("complex") else None  # a real loss: sum(real(x))
 
     def run():
         x0.grad = None
         x = x0
         for _ in range(STEPS):
             x = xp.tanh(x * 1.01 + 0.1)
-        xp.sum(x).backward()
+        xp.sum(real(x) if real else x).backward()
         return x0.grad.data
 
     return run
 
 
-def numpy_step():
-    x0 = np.linspace(-1.0, 1.0, 16)
+def numpy_step(dtype="float64"):
+    x0 = start(dtype)
+    cplx = dtype.startswith("complex")
 
     def run():
         x = x0
@@ -44,26 +53,26 @@ def numpy_step():
             x = np.tanh(x * 1.01 + 0.1)
             saved.append(x)
         g = np.ones_like(x)
-        for y in reversed(saved):
-            g = g * (1.0 - y * y) * 1.01
+        for y in reversed(saved):  # PyTorch's convention: g * conj(f'(z))
+            g = g * (np.conj(1.0 - y * y) if cplx else 1.0 - y * y) * 1.01
         return g
 
     return run
 
 
-def torch_step():
+def torch_step(dtype="float64"):
     import torch
 
     torch.set_num_threads(1)
-    x0 = torch.linspace(-1.0, 1.0, 16, dtype=torch.float64, requires_grad=True)
+    x0 = torch.tensor(start(dtype), requires_grad=True)
 
     def run():
         x0.grad = None
         x = x0
         for _ in range(STEPS):
             x = torch.tanh(x * 1.01 + 0.1)
-        x.sum().backward()
-        return x0.grad.numpy()
+        (x.real if x.is_complex() else x).sum().backward()
+        return x0.grad.resolve_conj().numpy()
 
     return run
 

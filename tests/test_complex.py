@@ -220,3 +220,33 @@ def test_jacobian_of_complex_outputs_says_what_to_use():
     # a real function of complex inputs: rows are PyTorch-convention gradients
     jac = ad.jacobian(lambda z: xp.abs(z) ** 2)(xp.asarray(Z))
     np.testing.assert_allclose(np.asarray(jac), np.diag(2 * Z), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "name, kw",
+    [
+        ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+        ("Adam", {"lr": 0.1}),
+        ("Adam", {"lr": 0.05, "amsgrad": True}),
+        ("AdamW", {"lr": 0.1, "weight_decay": 0.1}),
+    ],
+)
+def test_optimizers_on_complex_parameters_follow_torch(xp, name, kw):
+    # torch updates a complex parameter as (real, imaginary) pairs: Adam's second
+    # moment is per part, not |g|^2 and not g^2
+    from autodiff import optim
+
+    target = np.array([0.3 - 1.0j, 2.0 + 0.0j, -1.0j])
+    z = xp.asarray(Z, requires_grad=True)
+    opt = getattr(optim, name)([z], **kw)
+    t = torch.tensor(Z, requires_grad=True)
+    topt = getattr(torch.optim, name)([t], **kw)
+    for _ in range(20):
+        opt.zero_grad()
+        xp.sum(xp.abs(z - xp.asarray(target)) ** 3).backward()
+        opt.step()
+        topt.zero_grad()
+        ((t - torch.tensor(target)).abs() ** 3).sum().backward()
+        topt.step()
+    np.testing.assert_allclose(np.asarray(z.detach()), t.detach().numpy(), rtol=1e-12, atol=1e-14)
+    assert z.dtype == xp.complex128

@@ -150,7 +150,12 @@ def main(argv=None):
         ops = registry.ops()
         for name, spec in sorted(SPECS.items(), key=lambda item: (ops[item[0]].chapter, item[0])):
             print(f"{name:28s} {ops[name].chapter:18s} {len(spec.samples(args.seed)):3d} samples"
-                  f"{'' if spec.second_order else '   (first order only)'}")  # fmt: skip
+                  f"{'' if spec.second_order else '   (first order only)'}"
+                  f"{'' if ops[name].complex else '   (real inputs only)'}")  # fmt: skip
+        missing = sorted(n for n, op in ops.items() if op.kind == registry.MISSING)
+        for name in missing:  # registered without a rule: raises on a tensor that requires grad
+            print(f"{name:28s} {ops[name].chapter:18s} MISSING (no rule yet)")
+        print(f"{len(SPECS)} ops with specs, {len(missing)} without a rule")
         return 0
     t0 = time.perf_counter()
     records, per_op = [], {}

@@ -179,7 +179,8 @@ def to_host(x):
         return x.get()
     if module.startswith("torch"):
         try:
-            return x.detach().cpu().numpy()
+            # torch's lazy conjugate and negation (conj, ihfft) must be materialized
+            return x.detach().cpu().resolve_conj().resolve_neg().numpy()
         except Exception as exc:  # e.g. bfloat16: try DLPack below
             errors.append(exc)
     for convert in (np.from_dlpack, np.asarray):

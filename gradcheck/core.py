@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from autodiff.backends import to_host
 
 import autodiff as ad
 from autodiff.tensor import Tensor
@@ -95,13 +96,8 @@ def _outputs(out):
 
 
 def _to_numpy(t):
-    data = t.data if isinstance(t, Tensor) else t
-    try:
-        return np.asarray(data)
-    except Exception:  # a non-default device: bring it to the CPU first
-        import array_api_compat
-
-        return np.asarray(array_api_compat.to_device(data, "cpu"))
+    """Host values of a Tensor or array of any backend (a GPU's, torch's conjugate views)."""
+    return np.asarray(to_host(t.data if isinstance(t, Tensor) else t))
 
 
 def as_checked(inputs, dtype):

@@ -177,3 +177,20 @@ def test_a_sample_the_backend_cannot_run_is_reported_not_failed(monkeypatch, cap
     assert "the backend lacks it" in records[0]["detail"]
     assert cli.main(["--op", "sum", "-q"]) == 0
     assert "0 failed, 1 the backend can't run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_the_whole_registry_passes_on_torch(dtype):
+    # numpy and array_api_strict run every spec in tests/test_ops.py; torch (through
+    # array_api_compat) runs the CLI's walk of the registry, real and complex
+    pytest.importorskip("torch", reason="the torch backend needs torch")
+    from gradcheck.cli import run
+
+    records = list(run("torch", dtype=dtype))
+    bad = [r for r in records if r["status"] not in ("ok", "nondiff", "unsupported", "real only")]
+    assert bad == [], bad[:5]
+    checked = [r for r in records if r["status"] in ("ok", "nondiff")]
+    assert len(checked) > (800 if dtype == "float64" else 500)
+    # what torch can't run is the backend's own gap, named
+    assert all("lacks it" in r["detail"] or "real inputs only" in r["detail"]
+               for r in records if r["status"] == "unsupported")  # fmt: skip

@@ -83,8 +83,12 @@ def test_cli_list_names_every_spec():
 
     proc = _cli("--list")
     assert proc.returncode == 0
-    rows = [line.split() for line in proc.stdout.splitlines()]
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == f"{len(SPECS)} ops with specs, 0 without a rule"
+    assert "MISSING" not in proc.stdout
+    rows = [line.split() for line in lines[:-1]]
     assert {row[0] for row in rows} == set(SPECS)
+    assert "(real inputs only)" in dict((r[0], " ".join(r)) for r in rows)["maximum"]
     chapters = [row[1] for row in rows]
     assert chapters == sorted(chapters)  # grouped by chapter
     assert dict(row[:2] for row in rows)["linalg.solve"] == "linalg"

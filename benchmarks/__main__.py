@@ -22,6 +22,7 @@ CASES = (
     "maxpool",
     "cross_entropy",
     "where",
+    "svd",
 )
 
 

@@ -369,6 +369,8 @@ spec("diff", lambda rng: [
     Sample((_in(rng, (2, 3)), _in(rng, (2, 1)), _in(rng, (2, 2))),
            lambda xp, a, p, q: xp.diff(a, prepend=p, append=q), "prepend, append"),
 ])  # fmt: skip
+
+
 def _same_kind(xp, a):
     """float64, or complex128 for a complex input (casting complex to real drops the
     imaginary part: NumPy warns, array_api_strict refuses)."""

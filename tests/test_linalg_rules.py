@@ -14,66 +14,19 @@ from autodiff import registry
 from gradcheck.core import check_grad
 from gradcheck.specs import SPECS
 
-torch = pytest.importorskip("torch", reason="the comparisons need torch")
-compat_torch = pytest.importorskip("array_api_compat.torch", reason="needs array-api-compat")
+from .torch_compare import compat_torch, ours_and_torch, torch
 
 RNG = np.random.default_rng(7)
 INF = float("inf")
 
 
 # -- helpers ------------------------------------------------------------------------
-def _as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
 def _H(xp, a):
     return xp.conj(xp.matrix_transpose(a))
 
 
 def _herm(xp, a):
     return (a + _H(xp, a)) / 2
-
-
-def _np_dtype(t):
-    return np.dtype(str(t.dtype).rsplit(".", 1)[-1])
-
-
-def _cotangents(outs, seed):
-    rng = np.random.default_rng(seed)
-    us = []
-    for o in outs:
-        u = rng.standard_normal(tuple(o.shape))
-        if _np_dtype(o).kind == "c":
-            u = u + 1j * rng.standard_normal(tuple(o.shape))
-        us.append(u)
-    return us
-
-
-def _loss(ns, outs, us, make):
-    """sum over outputs of Re(conj(u) o): a real loss of every output."""
-    total = 0.0
-    for o, u in zip(outs, us):
-        total = total + ns.sum(ns.real(o * make(np.conj(u), o)))
-    return total
-
-
-def ours_and_torch(xp, f, arrays, seed=0):
-    """Gradients of one real loss of ``f``'s outputs, here and in torch.autograd (PyTorch's
-    convention: ``z.grad = dL/dx + i dL/dy``), for the inputs ``arrays``."""
-    ts = [xp.asarray(a, requires_grad=True) for a in arrays]
-    outs = _as_list(f(xp, *ts))
-    us = _cotangents(outs, seed)
-    _loss(xp, outs, us, lambda u, o: xp.asarray(u.astype(_np_dtype(o)))).backward()
-    ours = [np.zeros_like(a) if t.grad is None else np.asarray(t.grad) for t, a in zip(ts, arrays)]
-    tts = [torch.tensor(a, requires_grad=True) for a in arrays]
-    touts = _as_list(f(compat_torch, *tts))
-    tloss = _loss(torch, touts, us, lambda u, o: torch.tensor(u, dtype=o.dtype))
-    tgs = torch.autograd.grad(tloss, tts, allow_unused=True)
-    theirs = [np.zeros_like(a) if g is None else g.detach().resolve_conj().numpy()
-              for g, a in zip(tgs, arrays)]  # fmt: skip
-    for a, g in zip(arrays, ours):
-        assert g.dtype == a.dtype and g.shape == a.shape
-    return ours, theirs
 
 
 def assert_same_as_torch(xp, f, arrays, rtol=1e-7, atol=1e-9):

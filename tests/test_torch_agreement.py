@@ -11,8 +11,7 @@ from autodiff import registry
 from gradcheck.core import as_checked
 from gradcheck.specs import SPECS
 
-torch = pytest.importorskip("torch", reason="the comparison needs torch")
-compat_torch = pytest.importorskip("array_api_compat.torch", reason="needs array-api-compat")
+from .torch_compare import ours_and_torch
 
 # Samples torch can't run as written, each with its reason (nothing else is left out).
 NOT_IN_TORCH = {
@@ -50,55 +49,14 @@ CASES = [
 ]
 
 
-def _cotangents(outs, seed):
-    rng = np.random.default_rng(seed)
-    out = []
-    for o in outs:
-        u = rng.standard_normal(tuple(o.shape))
-        if "complex" in str(o.dtype):
-            u = u + 1j * rng.standard_normal(tuple(o.shape))
-        out.append(u)
-    return out
-
-
-def _loss(xp, outs, us, make):
-    """sum over outputs of Re(conj(u) o): a real loss of every output."""
-    total = 0.0
-    for o, u in zip(outs, us):
-        total = total + xp.sum(xp.real(o * make(np.conj(u), o)))
-    return total
-
-
-def _as_list(out):
-    return [out] if not isinstance(out, (tuple, list)) else [o for o in out]
-
-
 @pytest.mark.parametrize("name, i, dtype", CASES)
 def test_gradient_equals_torch(xp, name, i, dtype):
     sample = SPECS[name].samples()[i]
     arrays = as_checked(sample.inputs, dtype)
     try:
-        ts = [xp.asarray(a, requires_grad=True) for a in arrays]
-    except TypeError:  # array_api_strict refuses what numpy takes: nothing to compare
-        return
-    try:
-        outs = _as_list(sample.call(xp, *ts))
+        ours, theirs = ours_and_torch(xp, sample.call, arrays, seed=i)
     except TypeError as exc:  # the backend takes real inputs only here (strict's var)
         assert "complex" in dtype and "strict" in xp.__name__, exc
         return
-    outs = [o for o in outs if o.requires_grad]
-    us = _cotangents(outs, i)
-    loss = _loss(xp, outs, us, lambda u, o: xp.asarray(u.astype(str(o.dtype).split(".")[-1])))
-    loss.backward()
-    ours = [np.asarray(t.grad) if t.grad is not None else np.zeros_like(a)
-            for t, a in zip(ts, arrays)]  # fmt: skip
-
-    tts = [torch.tensor(a, requires_grad=True) for a in arrays]
-    touts = [o for o in _as_list(sample.call(compat_torch, *tts)) if o.requires_grad]
-    assert len(touts) == len(outs), f"{len(touts)} outputs in torch, {len(outs)} here"
-    tloss = _loss(torch, touts, us, lambda u, o: torch.tensor(u, dtype=o.dtype))
-    theirs = torch.autograd.grad(tloss, tts, allow_unused=True)
-    for k, (a, g, tg) in enumerate(zip(arrays, ours, theirs)):
-        expected = np.zeros_like(a) if tg is None else tg.detach().resolve_conj().numpy()
-        assert g.dtype == a.dtype, f"input {k}: gradient {g.dtype}, input {a.dtype}"
+    for k, (g, expected) in enumerate(zip(ours, theirs)):
         np.testing.assert_allclose(g, expected, rtol=1e-7, atol=1e-9, err_msg=f"input {k}")

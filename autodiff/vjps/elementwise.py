@@ -32,7 +32,13 @@ def _imag(xp, g, ans, x):
 # abs'(0) = 0; d|z| = Re(conj(sign z) dz), whose transpose is g conj(sign z)
 unary("abs", lambda xp, g, ans, x: g * conj(xp, xp.sign(x)), twice=False)
 unary("acos", lambda xp, g, ans, x: -g / xp.sqrt(1 - x * x), domain=(-1, 1))
-unary("acosh", lambda xp, g, ans, x: g / xp.sqrt(x * x - 1), domain=(1, math.inf))
+# acosh'(z) = 1 / (sqrt(z - 1) sqrt(z + 1)): for complex z, sqrt(z^2 - 1) is the other
+# branch where Re(z) < 0
+unary(
+    "acosh",
+    lambda xp, g, ans, x: g / (xp.sqrt(x - 1) * xp.sqrt(x + 1)),
+    domain=(1, math.inf),
+)
 unary("asin", lambda xp, g, ans, x: g / xp.sqrt(1 - x * x), domain=(-1, 1))
 unary("asinh", lambda xp, g, ans, x: g / xp.sqrt(x * x + 1))
 unary("atan", lambda xp, g, ans, x: g / (1 + x * x))

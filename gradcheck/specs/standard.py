@@ -15,6 +15,13 @@ for _n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "conj", "cos", "co
            "expm1", "log", "log1p", "log2", "log10", "negative", "positive", "real",
            "reciprocal", "sin", "sinh", "sqrt", "square", "tan", "tanh"):  # fmt: skip
     _unary(_n, values=(lambda r, s: _away(r, s, 0.3, 1.5)) if _n == "reciprocal" else None)
+# the inverse functions off their cuts on both sides of the imaginary axis (complex
+# rules must follow the principal branch: acosh's derivative is not 1/sqrt(z^2 - 1))
+_BRANCHES = np.array([-0.5 + 0.3j, 0.5 + 0.3j, -2.0 - 0.1j, 1.5 - 0.7j, -0.2 - 2.0j])
+for _n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "log", "sqrt", "log1p"):
+    SPECS[_n].make = (lambda old, n: lambda rng: old(rng) + [
+        Sample((_BRANCHES,), lambda xp, a: fn(xp, n)(a), "complex, both half-planes")
+    ])(SPECS[_n].make, _n)  # fmt: skip
 _unary("abs", values=lambda r, s: _away(r, s))
 _unary("sign", values=lambda r, s: _away(r, s))  # zero for real x; z/|z| for complex
 _unary("imag", values=lambda r, s: _in(r, s) + 1j * _in(r, s))  # real inputs: strict refuses

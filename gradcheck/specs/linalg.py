@@ -147,8 +147,10 @@ spec("linalg.cholesky", lambda rng: [
     Sample((_spd(rng, 3, complex_=True),), _sym_call(lambda xp, a: xp.linalg.cholesky(a)), "complex lower"),
     Sample((_spd(rng, 3, complex_=True),), _sym_call(lambda xp, a: xp.linalg.cholesky(a, upper=True)), "complex upper"),
 ])  # fmt: skip
-spec("linalg.trace", lambda rng: [Sample((_in(rng, (3, 4)),), lambda xp, a: xp.linalg.trace(a, offset=o), f"offset={o}")
-                                  for o in (0, 1, -1)])  # fmt: skip
+spec("linalg.trace", lambda rng: [Sample((_in(rng, (3, 4)),), lambda xp, a, o=o: xp.linalg.trace(a, offset=o), f"offset={o}")
+                                  for o in (0, 1, -1)] + [
+    Sample((_in(rng, (2, 3, 3)),), lambda xp, a: xp.linalg.trace(a), "batched"),
+])  # fmt: skip
 spec("linalg.diagonal", lambda rng: [Sample((_in(rng, (2, 3, 4)),), lambda xp, a, o=o: xp.linalg.diagonal(a, offset=o),
                                             f"offset={o}") for o in (0, 2, -1)])  # fmt: skip
 spec(

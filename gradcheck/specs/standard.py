@@ -267,7 +267,7 @@ def _joining(name):
 
 _joining("concat")
 _joining("stack")
-spec("unstack", lambda rng: [Sample((_in(rng, (3, 2)),), lambda xp, a: xp.unstack(a, axis=a_), f"axis={a_}")
+spec("unstack", lambda rng: [Sample((_in(rng, (3, 2)),), lambda xp, a, a_=a_: xp.unstack(a, axis=a_), f"axis={a_}")
                              for a_ in (0, 1)])  # fmt: skip
 spec("broadcast_arrays", lambda rng: [Sample((_in(rng, (3, 1)), _in(rng, (4,))),
                                              lambda xp, a, b: xp.broadcast_arrays(a, b), "(3,1), (4,)")])  # fmt: skip

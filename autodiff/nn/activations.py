@@ -83,6 +83,9 @@ def _erf(xp, x):
 def _max_const(xp, x, axis):
     """The max along ``axis`` as a constant, raised to the dtype's lowest finite value:
     for a row entirely -inf, x - max is then -inf (exp gives 0), not NaN."""
+    axes = axes_of(axis, x.ndim)
+    if any(x.shape[a] == 0 for a in axes):  # no max: the sums are 0 (logsumexp -inf)
+        return xp.zeros(keep_shape(x.shape, axes), dtype=x.dtype, device=x.device)
     m = xp.stop_gradient(xp.max(x, axis=axis, keepdims=True))
     low = dtype_facts(xp, x.dtype).lowest
     return m if low is None else xp.maximum(m, low)  # integers have no -inf
@@ -117,6 +120,9 @@ def _softmax_raw(B, x, axis, overwrite=False):
 
 def _logsumexp(xp, x, axis, keepdims):
     m = _max_const(xp, x, axis)
+    # a row holding +inf is shifted by 0: its logsumexp is inf (inf - inf would give NaN),
+    # as in torch, and its gradient NaN only at the inf entries
+    m = xp.where(m == math.inf, xp.zeros_like(m), m)
     s = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)
     out = xp.where(s == 0, xp.full_like(s, -math.inf), m + xp.log(_exp_sum(xp, s)))
     return (
@@ -226,9 +232,13 @@ defop(
 
 
 def _logsumexp_rule(xp, g, ans, x, *, axis=None, keepdims=False):
-    axes = axes_of(axis, x.ndim)
-    ge = g if keepdims else xp.reshape(g, keep_shape(x.shape, axes))
-    return ge * _softmax(xp, x, axes)
+    """g * exp(x - logsumexp(x)) (the softmax): 0 for a row of -inf, and as in torch NaN
+    only at an inf entry ([inf, 0, 1] gives [nan, 0, 0])."""
+    kept = keep_shape(x.shape, axes_of(axis, x.ndim))
+    ge = g if keepdims else xp.reshape(g, kept)
+    lse = ans if keepdims else xp.reshape(ans, kept)
+    dead = lse == -math.inf  # every entry -inf: exp(x - 0) is 0 there
+    return ge * xp.exp(x - xp.where(dead, xp.zeros_like(lse), lse))
 
 
 defop(
@@ -236,6 +246,7 @@ defop(
     _logsumexp_rule,
     chapter=CH,
     impl=lambda B: lambda x, *, axis=None, keepdims=False: _logsumexp(B, x, axis, keepdims),
+    saves_ans=True,
     doc="log(sum(exp(x))) over axis; -inf for a row of -inf (gradient 0 there)",
 )
 

@@ -210,6 +210,9 @@ def _cholesky(xp, g, ans, x, *, upper=False):
         L = _H(xp, ans) if upper else ans
         if upper:
             gl = _H(xp, gl)
+        # L's upper triangle is a constant 0: its cotangent is not read (it may be NaN,
+        # e.g. from atan2(L * 0, L), which has no derivative at (0, 0)), as in PyTorch
+        gl = xp.tril(gl)
         P = xp.tril(_H(xp, L) @ gl)
         P = (P + _H(xp, xp.tril(P, k=-1))) / 2
         Linv = xp.linalg.solve(L, xp.broadcast_to(_eye_like(xp, L), L.shape))
@@ -302,6 +305,7 @@ def _qr_tall(xp, gq, gr, q, r):
     """PyTorch's adjoint of ``A = Q R`` (m >= n, Q: m x n, R: n x n upper, real diagonal):
     ``gA = (gQ + Q copyltu(M)) R^-H``, ``M = R gR^H - gQ^H Q``,
     ``copyltu(M) = tril(M, -1) + tril(M, -1)^H + Re diag(M)``."""
+    gr = xp.triu(gr)  # R's lower triangle is a constant 0: its cotangent is not read
     M = r @ _H(xp, gr) - _H(xp, gq) @ q
     low = xp.tril(M, k=-1)
     B = low + _H(xp, low) + _diag_embed(xp, _re(xp, xp.linalg.diagonal(M)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..registry import defop
 from ._util import axes_of, conj, count, expand, inverse_permutation, keep_shape
 
@@ -27,11 +29,10 @@ def _extremum(xp, g, ans, x, *, axis=None, keepdims=False):
 def _var(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
     axes = axes_of(axis, x.ndim)
     centered = conj(xp, x - xp.mean(x, axis=axes, keepdims=True))  # var = mean |x - m|^2
-    return (
-        expand(xp, g, x.shape, axis, keepdims)
-        * centered
-        * (2 / (count(x.shape, axis) - correction))
-    )
+    n = count(x.shape, axis) - correction
+    # n = 0 (no elements, or one with correction=1): the var is NaN and so is its
+    # gradient (0 * inf), as in torch; an empty x has an empty gradient
+    return expand(xp, g, x.shape, axis, keepdims) * centered * (2 / n if n else math.inf)
 
 
 def _std(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
@@ -61,7 +62,8 @@ def _prod(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
     rest = tuple(a for a in range(x.ndim) if a not in axes)
     perm = rest + axes
     moved = xp.permute_dims(x, perm) if perm != tuple(range(x.ndim)) else x
-    flat = xp.reshape(moved, tuple(x.shape[a] for a in rest) + (-1,))
+    # the reduced length given, not -1: reshape can't infer it when a kept axis is 0
+    flat = xp.reshape(moved, tuple(x.shape[a] for a in rest) + (count(x.shape, axes),))
     others = xp.reshape(_others_product(xp, flat), moved.shape)
     if perm != tuple(range(x.ndim)):
         others = xp.permute_dims(others, inverse_permutation(perm))

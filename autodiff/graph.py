@@ -378,6 +378,11 @@ def cotangent(rec, g, like, what):
         g = B.asarray(g, dtype=like.dtype, device=B.device_of(like))
     if g.shape != like.shape:
         raise ValueError(f"{what}: grad has shape {g.shape}, the tensor has {like.shape}")
+    if rec.is_complex(g.dtype) and not rec.is_complex(like.dtype):
+        raise TypeError(
+            f"{what}: grad is complex ({g.dtype}) but the tensor is real ({like.dtype}); "
+            "its imaginary part would be dropped: pass a real grad"
+        )
     return g
 
 

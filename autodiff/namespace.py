@@ -98,7 +98,9 @@ def move_leaf(t, new, grad, requires_grad):
     t._rg = requires_grad
 
 
-def real_only_error(name, dtype):
+def real_only_error(name, dtype, grad=True):
+    if not grad:  # an extension op of ours: no backend behaviour to follow
+        return TypeError(f"{name}: complex input ({dtype}): defined for real values only")
     return TypeError(
         f"{name}: complex input ({dtype}) that requires grad: the function is defined "
         "for real values only (the standard's), so it has no complex gradient rule"
@@ -576,6 +578,10 @@ def _generic(rec, op, raw):
     kind, view, residuals = op.kind, op.view, op.residuals is not None
     lean = op.lean(rec.backend) if op.lean is not None else raw
     strip = residuals and op.lean is None  # the forward's residuals, unused here
+    # extension ops (nn) are ours and real-valued: a complex tensor is refused, grad or not
+    # (relu's max with 0 would be NumPy's lexicographic one)
+    refuse_complex = not op.complex and op.chapter.startswith("nn")
+    is_complex = rec.is_complex
 
     def generic(*args, **kwargs):
         raws = list(args)
@@ -584,8 +590,10 @@ def _generic(rec, op, raw):
             if isinstance(a, Tensor):
                 if type(a) is not cls:
                     raise rec._mix_error(name, a)
-                raws[i] = a.data
+                raws[i] = d = a.data
                 rg = rg or a._rg
+                if refuse_complex and is_complex(d.dtype):
+                    raise real_only_error(name, d.dtype, grad=False)
         if kwargs:
             for k, v in kwargs.items():
                 if isinstance(v, Tensor):

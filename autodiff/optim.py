@@ -22,6 +22,8 @@ The order of floating-point operations follows torch's single-tensor
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 import types
@@ -46,6 +48,17 @@ __all__ = [
 
 def _is_array(x) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, numbers.Number)
+
+
+@functools.cache
+def _templates(cls) -> dict:
+    """The keyword defaults of an optimizer's constructor: what each hyper-parameter's
+    type must be (a number, a bool, a pair of numbers)."""
+    return {
+        k: p.default
+        for k, p in inspect.signature(cls.__init__).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
 
 
 class Optimizer:
@@ -135,7 +148,35 @@ class Optimizer:
         self.param_groups.append(group)
 
     def _check_group(self, group: dict) -> None:
-        """Raise ValueError for an invalid hyper-parameter (subclasses extend)."""
+        """Raise TypeError for a hyper-parameter of the wrong type (a number given as a
+        string...), then ValueError for an invalid value (subclasses extend)."""
+        for key, default in _templates(type(self)).items():
+            if key not in group:
+                continue
+            value = group[key]
+            if isinstance(default, bool):  # also 0/1 and NumPy's bool
+                ok = (
+                    isinstance(value, bool)
+                    or type(value).__name__ == "bool_"
+                    or (isinstance(value, numbers.Integral) and value in (0, 1))
+                )
+            elif isinstance(default, numbers.Real):
+                ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            elif isinstance(default, tuple):
+                ok = isinstance(value, (tuple, list)) and all(
+                    isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value
+                )
+            else:  # None and other defaults: checked where they are used
+                ok = True
+            if not ok:
+                kind = (
+                    "a bool"
+                    if isinstance(default, bool)
+                    else ("a pair of numbers" if isinstance(default, tuple) else "a number")
+                )
+                raise TypeError(
+                    f"{self._name}: {key} must be {kind}, got {value!r} ({type(value).__name__})"
+                )
         self._require(group["lr"] >= 0, f"lr must be >= 0, got {group['lr']}")
 
     def _require(self, ok, message: str) -> None:
@@ -263,17 +304,21 @@ class Optimizer:
             p = by_index.get(idx)
             if p is None:
                 raise ValueError(f"{name}: state of parameter {idx}, which no group lists")
-            B = recorder_of(p).backend
+            rec = recorder_of(p)
+            B = rec.backend
             device = B.device_of(p.data)
+            shape, dtype = tuple(p.data.shape), p.data.dtype
+            if rec.is_complex(dtype):  # kept as (real, imaginary) pairs: _complex_update
+                shape, dtype = shape + (2,), B.real(p.data).dtype
             restored = {}
             for key, value in entry.items():
                 if _is_array(value):
-                    if tuple(value.shape) != tuple(p.data.shape):
+                    if tuple(value.shape) != shape:
                         raise ValueError(
                             f"{name}: state '{key}' of parameter {idx} has shape "
-                            f"{tuple(value.shape)}, the parameter has {tuple(p.data.shape)}"
+                            f"{tuple(value.shape)}, the parameter's state has {shape}"
                         )
-                    value = B.asarray(value, dtype=p.data.dtype, device=device, copy=True)
+                    value = B.asarray(value, dtype=dtype, device=device, copy=True)
                 restored[key] = value
             new_state[p] = restored
         new_groups = []

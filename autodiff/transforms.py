@@ -306,6 +306,13 @@ def _custom_grads(bwd, name, rec, xp, g, residuals, *args):
     out = []
     traced = xp.records and any(t is not None and t.requires_grad for t in _flat(g))
     for i, r in enumerate(grads):
+        shape = getattr(args[i], "shape", None)
+        if r is not None and shape is not None and tuple(getattr(r, "shape", ())) != tuple(shape):
+            # the backward pass would broadcast it to the argument's shape, silently
+            raise ValueError(
+                f"custom_vjp '{name}': bwd returned a gradient of shape "
+                f"{tuple(getattr(r, 'shape', ()))} for argument {i}, of shape {tuple(shape)}"
+            )
         if isinstance(r, Tensor) and xp.records:
             # A VJP is linear in g: one that doesn't depend on it is zero, or was computed
             # from detached values (and its derivative would be a silent zero).

@@ -6,6 +6,8 @@ import warnings
 import numpy as np
 import pytest
 
+import autodiff as ad
+from autodiff import nn, optim
 from autodiff.nn import functional as F
 
 torch = pytest.importorskip("torch", reason="the comparisons need torch")
@@ -99,3 +101,111 @@ def test_structural_zeros_do_not_read_their_cotangent(xp, ours, theirs):
     _atan2_of_zeros(torch, theirs(t)).backward()
     np.testing.assert_allclose(_np(a.grad), t.grad.numpy(), atol=1e-12)
     assert np.all(np.isfinite(_np(a.grad)))
+
+
+# -- nonsense refused, with the op (or module) and the argument named ------------------
+def _x(xp):
+    return xp.asarray(np.random.default_rng(0).standard_normal((1, 2, 6, 6)))
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda xp, x, w: F.conv2d(x, w, stride=0), "conv2d: stride must be positive, got 0"),
+        (lambda xp, x, w: F.conv2d(x, w, stride=-1), "conv2d: stride must be positive"),
+        (lambda xp, x, w: F.conv2d(x, w, padding=-1), "conv2d: padding must be non-negative"),
+        (lambda xp, x, w: F.conv2d(x, w, dilation=0), "conv2d: dilation must be positive"),
+        (lambda xp, x, w: F.conv2d(x, w, stride=(1, True)), "conv2d: stride must be an int"),
+        (lambda xp, x, w: F.max_pool2d(x, 0), "max_pool2d: kernel_size must be positive"),
+        (lambda xp, x, w: F.max_pool2d(x, 2, stride=-1), "max_pool2d: stride must be positive"),
+        (lambda xp, x, w: F.avg_pool2d(x, 2, stride=-1), "avg_pool2d: stride must be positive"),
+        (lambda xp, x, w: nn.Linear(-1, 2), "Linear: in_features must be a non-negative int"),
+        (lambda xp, x, w: nn.Conv2d(2, 3, 0), "Conv2d: kernel_size must be positive"),
+        (lambda xp, x, w: nn.Conv2d(2, 3, 3, groups=0), "Conv2d: groups must be a positive int"),
+        (lambda xp, x, w: nn.GRU(3, 0), "GRU: hidden_size must be a positive int"),
+        (lambda xp, x, w: nn.Embedding(-2, 3), "Embedding: num_embeddings must be"),
+        (lambda xp, x, w: nn.MultiheadAttention(4, 0), "MultiheadAttention: num_heads must be"),
+    ],
+)
+def test_bad_geometry_is_a_value_error_naming_op_and_argument(xp, call, match):
+    x, w = _x(xp), xp.asarray(np.ones((3, 2, 3, 3)))
+    with pytest.raises(ValueError, match=match):
+        call(xp, x, w)
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda p: optim.Adam([p], lr="0.1"), "Adam: lr must be a number, got '0.1'"),
+        (lambda p: optim.SGD([p], lr=0.1, momentum="0.9"), "SGD: momentum must be a number"),
+        (lambda p: optim.Adam([p], betas=(0.9, "x")), "Adam: betas must be a pair of numbers"),
+        (lambda p: optim.AdamW([p], amsgrad="yes"), "AdamW: amsgrad must be a bool"),
+    ],
+)
+def test_optimizer_hyper_parameters_of_the_wrong_type(xp, make, match):
+    p = xp.asarray(np.ones(2), requires_grad=True)
+    with pytest.raises(TypeError, match=match):
+        make(p)
+    optim.Adam([p], lr=1e-3, betas=[0.9, 0.99], amsgrad=1)  # what torch takes too
+
+
+def test_complex_grad_for_a_real_tensor_is_refused(xp):
+    y = xp.asarray(np.array([1.0, 2.0, 3.0]), requires_grad=True) * 2
+    with pytest.raises(TypeError, match="backward: grad is complex"):
+        y.backward(xp.asarray(np.array([1 + 2j, 1, 1])))
+
+
+def test_an_integer_attention_mask_is_refused(xp):
+    q = xp.asarray(np.random.default_rng(1).standard_normal((1, 2, 3, 4)))
+    with pytest.raises(TypeError, match="scaled_dot_product_attention: attn_mask must be"):
+        F.scaled_dot_product_attention(
+            q, q, q, attn_mask=xp.asarray(np.ones((3, 3), dtype="int64"))
+        )
+    ok = F.scaled_dot_product_attention(q, q, q, attn_mask=xp.asarray(np.ones((3, 3), dtype=bool)))
+    assert ok.shape == (1, 2, 3, 4)
+
+
+def test_nn_ops_refuse_complex_values_with_or_without_grad(xp):
+    z = xp.asarray(np.array([1.0 + 1.0j, -2.0]))
+    with pytest.raises(TypeError, match="nn.relu: complex input"):
+        F.relu(z)
+
+
+def test_load_state_dict_refuses_complex_values_for_a_real_parameter(xp):
+    m = nn.Linear(2, 1, xp=xp, dtype=xp.float64)
+    before = np.asarray(m.weight.detach()).copy()
+    with pytest.raises(RuntimeError, match="'weight' is complex"):
+        m.load_state_dict({"weight": np.ones((1, 2)) * 1j, "bias": np.zeros(1)})
+    np.testing.assert_array_equal(np.asarray(m.weight.detach()), before)  # untouched
+
+
+def test_a_complex_parameter_s_optimizer_state_round_trips(xp):
+    z = xp.asarray(np.array([1.0 + 1.0j, 2.0 - 0.5j]), requires_grad=True)
+    opt = optim.Adam([z], lr=0.1)
+    xp.sum(xp.abs(z) ** 2).backward()
+    opt.step()
+    again = optim.Adam([z], lr=0.1)
+    again.load_state_dict(opt.state_dict())
+    np.testing.assert_array_equal(
+        np.asarray(again.state[z]["exp_avg_sq"]), np.asarray(opt.state[z]["exp_avg_sq"])
+    )
+
+
+def test_custom_vjp_gradients_of_the_wrong_shape_or_number(xp):
+    @ad.custom_vjp
+    def double(x):
+        return x * 2
+
+    double.defvjp(lambda x: (x * 2, None), lambda r, g: (xp.sum(g),))  # a scalar for (3,)
+    x = xp.asarray(np.ones(3), requires_grad=True)
+    with pytest.raises(ValueError, match=r"bwd returned a gradient of shape \(\) for argument 0"):
+        xp.sum(double(x)).backward()
+
+    @ad.custom_vjp
+    def mul(x, y):
+        return x * y
+
+    mul.defvjp(lambda x, y: (x * y, (x, y)), lambda r, g: (g * r[1],))  # one for two
+    y = xp.asarray(np.ones(3), requires_grad=True)
+    with pytest.raises(ValueError, match="bwd returned 1 gradients for 2 arguments"):
+        xp.sum(mul(x, y)).backward()

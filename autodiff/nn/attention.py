@@ -196,9 +196,21 @@ def self_attention_packed(qkv, heads, attn_mask=None, is_causal=False, scale=Non
         )
     d = qkv.shape[-1] // (3 * heads)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    nn = recorder_of(qkv).xp.nn
+    rec = recorder_of(qkv)
+    _check_mask("self_attention_packed", attn_mask, rec)
+    nn = rec.xp.nn
     return nn.self_attention_packed(qkv, attn_mask, heads=int(heads), is_causal=bool(is_causal),
                                     scale=scale)  # fmt: skip
+
+
+def _check_mask(name, mask, rec):
+    """A mask is boolean (True = attend) or floating (added), as torch takes: an integer
+    0/1 mask would be added to the scores, silently."""
+    if mask is not None and not rec.backend.isdtype(mask.dtype, ("bool", "real floating")):
+        raise TypeError(
+            f"{name}: attn_mask must be boolean (True = attend) or floating (added to the "
+            f"scores), got dtype {mask.dtype}"
+        )
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -224,6 +236,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             f"{tuple(value.shape)}"
         )
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    nn = recorder_of(query, key, value).xp.nn
+    rec = recorder_of(query, key, value)
+    _check_mask("scaled_dot_product_attention", attn_mask, rec)
+    nn = rec.xp.nn
     return nn.scaled_dot_product_attention(query, key, value, attn_mask,
                                            is_causal=bool(is_causal), scale=scale)  # fmt: skip

@@ -59,11 +59,22 @@ defop(
 
 # -- geometry ------------------------------------------------------------------------------
 def pair(v, name, what):
-    if isinstance(v, int):
-        return (v, v)
-    v = tuple(v)
-    if len(v) != 2 or not all(isinstance(i, int) for i in v):
-        raise ValueError(f"{name}: {what} must be an int or a pair of ints, got {v!r}")
+    """``v`` (an int or a pair of ints) as a pair, checked once for every conv and pool
+    argument: a padding (``what`` "padding", "output_padding") is >= 0, a kernel size,
+    stride or dilation >= 1; anything else is a ValueError naming ``name`` and ``what``."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = (v, v)
+    else:
+        try:
+            v = tuple(v)
+        except TypeError:
+            v = (v,)
+        if len(v) != 2 or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+            raise ValueError(f"{name}: {what} must be an int or a pair of ints, got {v!r}")
+    low = 0 if what.endswith("padding") else 1
+    if min(v) < low:
+        bound = "non-negative" if low == 0 else "positive"
+        raise ValueError(f"{name}: {what} must be {bound}, got {v if v[0] != v[1] else v[0]}")
     return v
 
 

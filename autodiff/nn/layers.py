@@ -44,6 +44,16 @@ def factory(xp, dtype, device):
     return xp, (xp.float32 if dtype is None else _dtype_in(xp, dtype)), device
 
 
+def sizes(name, positive=(), **counts):
+    """Check a layer's sizes once, at construction: each a non-negative int (those named
+    in ``positive``: at least 1); a ValueError names the layer and the argument."""
+    for what, v in counts.items():
+        low = 1 if what in positive else 0
+        if not isinstance(v, int) or isinstance(v, bool) or v < low:
+            kind = "a positive int" if low else "a non-negative int"
+            raise ValueError(f"{name}: {what} must be {kind}, got {v!r}")
+
+
 def parameter(xp, shape, dtype, device):
     """A zero leaf that requires grad, to be filled by an ``init`` function."""
     return xp.zeros(shape, dtype=dtype, device=device, requires_grad=True)
@@ -70,6 +80,7 @@ class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, *, xp=None, dtype=None,
                  device=None, generator=None):  # fmt: skip
         super().__init__()
+        sizes("Linear", in_features=in_features, out_features=out_features)
         xp, dtype, device = factory(xp, dtype, device)
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
@@ -139,6 +150,8 @@ class Conv2d(_ConvNd):
                  dilation=1, groups=1, bias=True, *, xp=None, dtype=None, device=None,
                  generator=None):  # fmt: skip
         super().__init__()
+        sizes("Conv2d", ("groups",), in_channels=in_channels, out_channels=out_channels,
+              groups=groups)  # fmt: skip
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = pair(kernel_size, "Conv2d", "kernel_size")
         self.stride = pair(stride, "Conv2d", "stride")
@@ -163,6 +176,7 @@ class ConvTranspose2d(_ConvNd):
                  device=None, generator=None):  # fmt: skip
         super().__init__()
         name = "ConvTranspose2d"
+        sizes(name, ("groups",), in_channels=in_channels, out_channels=out_channels, groups=groups)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = pair(kernel_size, name, "kernel_size")
         self.stride = pair(stride, name, "stride")
@@ -323,6 +337,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, *, xp=None,
                  dtype=None, device=None, generator=None):  # fmt: skip
         super().__init__()
+        sizes("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
         xp, dtype, device = factory(xp, dtype, device)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         if padding_idx is not None:

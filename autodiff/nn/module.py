@@ -263,6 +263,11 @@ class Module:
                 errors.append(
                     f"{k!r} has shape {shape} in the state dict, {tuple(target.shape)} in the model"
                 )
+            elif _is_complex(state_dict[k]) and not _is_complex(target):
+                errors.append(
+                    f"{k!r} is complex ({state_dict[k].dtype}) in the state dict, real "
+                    f"({target.dtype}) in the model: its imaginary part would be dropped"
+                )
         if errors:
             raise RuntimeError(f"load_state_dict for {type(self).__name__}: " + "; ".join(errors))
         for k, (m, table, attr) in slots.items():
@@ -384,3 +389,8 @@ class ModuleList(_Container):
         super().__init__()
         for m in modules:
             self.append(m)
+
+
+def _is_complex(a):
+    """Whether an array (of any library) or Tensor holds complex values."""
+    return "complex" in str(getattr(a, "dtype", ""))

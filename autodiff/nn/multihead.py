@@ -8,7 +8,7 @@ import math
 from . import functional as F
 from . import init
 from .attention import _scores, _split_heads
-from .layers import Linear, factory, parameter
+from .layers import Linear, factory, parameter, sizes
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
@@ -33,6 +33,8 @@ class MultiheadAttention(Module):
                  rope=False, rope_base=10000.0, xp=None, dtype=None, device=None,
                  generator=None):  # fmt: skip
         super().__init__()
+        sizes("MultiheadAttention", ("embed_dim", "num_heads"), embed_dim=embed_dim,
+              num_heads=num_heads)  # fmt: skip
         if embed_dim % num_heads:
             raise ValueError(
                 f"MultiheadAttention: embed_dim={embed_dim} is not divisible by "

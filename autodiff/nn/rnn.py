@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from . import functional as F
-from .layers import factory, uniform_parameter
+from .layers import factory, sizes, uniform_parameter
 from .module import Module
 
 __all__ = ["GRUCell", "GRU", "LSTMCell", "GatedMemoryCell"]
@@ -18,6 +18,8 @@ class _Cell(Module):
 
     def __init__(self, input_size, hidden_size, bias, xp, dtype, device, generator):
         super().__init__()
+        sizes(type(self).__name__, ("hidden_size",), input_size=input_size,
+              hidden_size=hidden_size)  # fmt: skip
         xp, dtype, device = factory(xp, dtype, device)
         self.input_size, self.hidden_size = input_size, hidden_size
         g, k = self.gates * hidden_size, 1.0 / math.sqrt(hidden_size)
@@ -79,6 +81,8 @@ class GRU(Module):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  *, xp=None, dtype=None, device=None, generator=None):  # fmt: skip
         super().__init__()
+        sizes(type(self).__name__, ("hidden_size", "num_layers"), input_size=input_size,
+              hidden_size=hidden_size, num_layers=num_layers)  # fmt: skip
         xp, dtype, device = factory(xp, dtype, device)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first = bias, batch_first
@@ -154,6 +158,8 @@ class GatedMemoryCell(Module):
     def __init__(self, memory_size, input_size, bias=True, *, xp=None, dtype=None,
                  device=None, generator=None):  # fmt: skip
         super().__init__()
+        sizes(type(self).__name__, ("memory_size",), memory_size=memory_size,
+              input_size=input_size)  # fmt: skip
         xp, dtype, device = factory(xp, dtype, device)
         self.memory_size, self.input_size = memory_size, input_size
         k = 1.0 / math.sqrt(memory_size + input_size)

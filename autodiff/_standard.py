@@ -16,6 +16,9 @@ DTYPES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128",
 )  # fmt: skip
+# Dtypes beyond the standard that a backend may have (array-api-compat exposes them):
+# its namespace offers them too.
+EXTRA_DTYPES = ("float16", "bfloat16")
 CREATION = (
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
     "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",

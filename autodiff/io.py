@@ -65,9 +65,9 @@ def save(state, path) -> None:
 
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(
-        dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp"
-    )
+    base = os.path.basename(path)
+    _remove_stale(directory, base)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{base}.{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **members)
@@ -82,6 +82,39 @@ def save(state, path) -> None:
             pass
         raise
     _fsync_dir(directory)
+
+
+def _remove_stale(directory, base):
+    """Remove the temporary files of earlier saves to this path whose process is gone
+    (killed mid-write: ``kill -9`` leaves one as large as the checkpoint); a live
+    process's (a concurrent save) is left alone. The writer's pid is in the name."""
+    prefix = f".{base}."
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid = name[len(prefix) :].split(".", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
+
+
+def _alive(pid):
+    if pid == os.getpid():
+        return True  # another thread of ours may be saving to this path
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, but isn't ours to signal
+        return True
+    return True
 
 
 def _set_mode(tmp, path):

@@ -153,7 +153,7 @@ class Recorder:
         for name in backends.KERNELS:
             if not hasattr(xp, name):
                 setattr(xp, name, functools.partial(getattr(backends.generic, name), xp))
-        for name in _standard.DTYPES + _standard.CONSTANTS:
+        for name in _standard.DTYPES + _standard.EXTRA_DTYPES + _standard.CONSTANTS:
             if hasattr(B, name):
                 setattr(xp, name, getattr(B, name))
         self._bind_operators()
@@ -215,7 +215,7 @@ class Recorder:
         ns.__doc__ = f"Differentiable Array API namespace over {B.key}."
         ns.__array_api_version__ = B.__array_api_version__
         ns.__array_namespace_info__ = B.__array_namespace_info__
-        for name in _standard.MAIN:
+        for name in _standard.MAIN + _standard.EXTRA_DTYPES:
             if hasattr(B, name):
                 setattr(ns, name, getattr(self.xp, name, None) or getattr(B, name))
         for sub, names in (("linalg", _standard.LINALG), ("fft", _standard.FFT)):

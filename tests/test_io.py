@@ -3,6 +3,7 @@
 import collections
 import json
 import os
+import textwrap
 import zipfile
 
 import numpy as np
@@ -326,3 +327,42 @@ def test_plain_npz_or_other_version(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError):
         io.load(tmp_path / "nope.npz")
+
+
+def test_a_save_killed_mid_write_leaves_no_temporary_file_behind(tmp_path):
+    # a child process starts a large save and is killed (-9) while it writes; the next
+    # save to that path removes the dead writer's temporary file (a live one's stays)
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "ckpt.npz"
+    child = textwrap.dedent(
+        f"""
+        import numpy as np, autodiff as ad, autodiff.io as io
+        def slow(f, **members):
+            f.write(b"x" * 1_000_000)
+            f.flush()
+            print("writing", flush=True)
+            import time; time.sleep(60)
+        np.savez = slow
+        ad.save({{"w": np.zeros(10)}}, {str(path)!r})
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        stale = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+        assert len(stale) == 1 and stale[0].stat().st_size > 0
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    alive = tmp_path / f".ckpt.npz.{os.getpid()}.keep.tmp"  # this process: alive
+    alive.write_bytes(b"")
+    t0 = time.monotonic()
+    ad.save({"w": np.ones(3)}, path)
+    assert time.monotonic() - t0 < 30
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([alive.name, "ckpt.npz"])
+    np.testing.assert_array_equal(np.asarray(ad.load(path)["w"]), np.ones(3))

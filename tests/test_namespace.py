@@ -63,9 +63,21 @@ def test_numpy_names_are_the_standard_names_it_has(backend):
     ns = ad.Autodiff(backend)
     main = {n for n in _standard.MAIN if not n.startswith("_") and hasattr(cnp, n)}
     assert len(main) > 150
-    assert public(ns) == main | {"linalg", "fft"}
+    extra = {n for n in _standard.EXTRA_DTYPES if hasattr(cnp, n)}
+    assert extra == {"float16"}  # NumPy's extra dtype, as array-api-compat exposes it
+    assert public(ns) == main | extra | {"linalg", "fft"}
     assert public(ns.linalg) == {n for n in _standard.LINALG if hasattr(cnp.linalg, n)}
     assert public(ns.fft) == {n for n in _standard.FFT if hasattr(cnp.fft, n)}
+
+
+def test_float16_tensors_differentiate():
+    ns = ad.Autodiff(np)
+    x = ns.asarray(np.array([0.5, -1.0]), dtype=ns.float16, requires_grad=True)
+    ns.sum(ns.exp(x) * x).backward()
+    assert x.grad.dtype == ns.float16 == np.float16
+    np.testing.assert_allclose(
+        np.asarray(x.grad), np.exp([0.5, -1.0]) * (1 + np.array([0.5, -1.0])), rtol=2e-3
+    )
 
 
 @pytest.mark.parametrize("backend, raw", [(np, cnp), (cnp, cnp), (array_api_strict,) * 2])

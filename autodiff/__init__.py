@@ -32,7 +32,7 @@ _mount_backends()
 # vjps (the standard's ops) and nn.functional (the extension ops) fill the registry,
 # which imports neither.
 from . import nn, optim, registry, vjps  # noqa: E402, F401
-from .graph import enable_grad, is_grad_enabled, no_grad  # noqa: E402
+from .graph import detect_anomaly, enable_grad, is_grad_enabled, no_grad  # noqa: E402
 from .io import load, save  # noqa: E402
 from .namespace import Autodiff  # noqa: E402
 from .tensor import Tensor  # noqa: E402
@@ -51,6 +51,7 @@ __all__ = [
     "Autodiff",
     "Tensor",
     "no_grad",
+    "detect_anomaly",
     "enable_grad",
     "is_grad_enabled",
     "grad",

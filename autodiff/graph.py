@@ -44,6 +44,7 @@ __all__ = [
     "version_counter",
     "is_saved",
     "add_op_name",
+    "detect_anomaly",
 ]
 
 
@@ -102,6 +103,108 @@ class enable_grad(_GradMode):
     _value = True
 
 
+class detect_anomaly:
+    """Context manager (and decorator): the first recorded op whose forward makes NaN or
+    inf from finite inputs, or whose VJP rule makes a non-finite gradient, raises a
+    RuntimeError naming the op, the direction, the output or input, and the line of the
+    user's code that called the op. Process-wide (as ``torch.autograd.detect_anomaly``);
+    it reads every recorded value back to the host (a device sync), so it is for
+    debugging: the hot paths pay one list test per recorded op while it is off.
+
+    Legitimate infinities (``log(0)`` in a mask, ``-inf`` attention masks) raise too."""
+
+    def __enter__(self):
+        with _lock:
+            anomaly[0] += 1
+
+    def __exit__(self, *exc):
+        with _lock:
+            anomaly[0] -= 1
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with detect_anomaly():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+anomaly = [0]  # > 0 while detect_anomaly is on
+
+
+def _caller():
+    """``file:line: code`` of the innermost frame outside this package (the user's)."""
+    import linecache
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(here):
+        f = f.f_back
+    if f is None:
+        return "an unknown place"
+    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f"{f.f_code.co_filename}:{f.f_lineno}" + (f": {line}" if line else "")
+
+
+def _finite(B, a):
+    return bool(B.all(B.isfinite(a)))
+
+
+def _what(B, a):
+    return "nan" if bool(B.any(B.isnan(a))) else "inf"
+
+
+class _InRule(threading.local):
+    where = None  # inside a rule recorded under create_graph: the node's own place
+
+
+_in_rule = _InRule()
+
+
+def check_forward(B, node, outs, inputs):
+    """detect_anomaly's forward check of a new ``node``: remembers where it was called;
+    raises if an output is not finite while its floating inputs are. Inside a recorded
+    rule (create_graph) it only remembers: the rule's results are checked as a whole,
+    as a backward, by ``check_backward``."""
+    if _in_rule.where is not None:
+        node.where = _in_rule.where
+        return
+    node.where = where = _caller()
+    for k, o in enumerate(outs):
+        if not B.is_array(o) or not B.isdtype(o.dtype, ("real floating", "complex floating")):
+            continue
+        if _finite(B, o):
+            continue
+        bad = [i for i, a in enumerate(inputs) if B.is_array(a) and not _finite(B, a)]
+        cause = (f"input {bad[0]} was not finite already (not made by a recorded op)"
+                 if bad else "from finite inputs")  # fmt: skip
+        raise RuntimeError(
+            f"detect_anomaly: the forward of '{node.op.name}' made {_what(B, o)} in output "
+            f"{k}, {cause}; the op was called at {where}"
+        )
+
+
+def check_backward(B, node, grads, raw):
+    """detect_anomaly's check of a rule's results: every gradient it made is finite."""
+    for i, gi in enumerate(grads):
+        if gi is None:
+            continue
+        parts = (gi.a, gi.b) if isinstance(gi, Outer) else (gi.g if isinstance(gi, Zeros) else gi,)
+        for part in parts:
+            d = part if raw else getattr(part, "data", part)
+            if B.is_array(d) and not _finite(B, d):
+                where = getattr(node, "where", None) or "a place recorded before detect_anomaly"
+                raise RuntimeError(
+                    f"detect_anomaly: the backward of '{node.op.name}' made {_what(B, d)} in "
+                    f"the gradient of its input {i}; the op was called at {where}"
+                )
+
+
 next_seq = count().__next__  # creation order of nodes: a topological order
 
 
@@ -115,7 +218,8 @@ class Node:
     node has been used and freed.
     """
 
-    __slots__ = ("op", "args", "kwargs", "ans", "edges", "versions", "seq", "__weakref__")
+    __slots__ = ("op", "args", "kwargs", "ans", "edges", "versions", "seq", "where",
+                 "__weakref__")  # fmt: skip
     outs = None  # multi-output nodes (MultiNode): ((shape, dtype), ...) of the outputs
 
     def __init__(self, op, args, kwargs, ans, edges, versions):
@@ -431,6 +535,7 @@ class Pass:
         # while every gradient that reached it so far had one.
         masks = {}
         fit, add, raw, xp = self.fit, self.add, not self.create, self.xp
+        watch, B = anomaly[0], self.rec.backend  # detect_anomaly
         zeros = Zeros  # local: the edge loop is the hot path
         # The next node and its gradient, while it is the only one pending: a chain runs
         # without the heap or the buffers.
@@ -453,6 +558,9 @@ class Pass:
             if node.versions or node.args is None:
                 _check_node(node)
             mask = masks.pop(node, None) if masks else None
+            if watch and not raw:  # the rule's recorded ops: placed at this node's call
+                where = getattr(node, "where", None) or "a place recorded before"
+                _in_rule.where = f"{where} (inside the VJP rule of '{op.name}')"
             if mask is not None:
                 # a rule that reads no array (g, -g, g * 0.9) keeps zeros zero; one that
                 # isn't element-wise keeps the mask only where it hands back Zeros
@@ -495,9 +603,15 @@ class Pass:
                             None if e is None else rules[i](xp, g, ans, *args, **kwargs)
                             for i, e in enumerate(edges)
                         ]
+                if watch:
+                    _in_rule.where = None
             except Exception as exc:
+                if watch:
+                    _in_rule.where = None
                 _add_context(exc, f"in the VJP rule of '{op.name}'")
                 raise
+            if watch:
+                check_backward(B, node, grads, raw)
             if not retain_graph:
                 node.args = node.kwargs = node.ans = None
                 node.versions = ()

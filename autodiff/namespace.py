@@ -30,7 +30,17 @@ import functools
 import types
 
 from . import _standard, backends, inplace
-from .graph import Meta, MultiNode, Node, add_op_name, grad_off, mode, next_seq
+from .graph import (
+    Meta,
+    MultiNode,
+    Node,
+    add_op_name,
+    anomaly,
+    check_forward,
+    grad_off,
+    mode,
+    next_seq,
+)
 from .graph import saved_counter as _counter
 from .graph import share_version as _share_version
 from .registry import CONST, MISSING, Op
@@ -295,6 +305,8 @@ class Recorder:
         saved, edges, versions = self._inputs(op, args, raws)
         outs_meta = tuple((o.shape, o.dtype) for o in outs)
         node = MultiNode(op, saved, kwargs, None, edges, versions, outs_meta)
+        if anomaly[0]:
+            check_forward(B, node, outs, raws)
         if op.saves_ans:
             node.ans = tuple(outs)
         elif residuals is not None:
@@ -337,6 +349,8 @@ class Recorder:
         """``record`` of one floating-point array (the common case)."""
         saved, edges, versions = self._inputs(op, args, raws)
         node = Node(op, saved, kwargs, None, edges, versions)
+        if anomaly[0]:
+            check_forward(self.backend, node, (out,), raws)
         if op.saves_ans:
             node.ans = out
         elif residuals is not None:
@@ -394,7 +408,7 @@ class Recorder:
 # (no helper call, no argument loop): they are the per-op cost of small-array code
 # (``python -m benchmarks chain``).
 def _unary(rec, op, raw):
-    cls, name = rec.cls, op.name
+    cls, name, B = rec.cls, op.name, rec.backend
     array_type, asarray = rec.backend.array_type, rec.backend.asarray
     generic = _generic(rec, op, raw)
     saves_x = 0 in _saved(op, 0)
@@ -441,6 +455,8 @@ def _unary(rec, op, raw):
                 node.args = _NONE1
                 node.versions = ()
             node.ans = out if saves_ans else None
+            if anomaly[0]:
+                check_forward(B, node, (out,), (d,))
             t._node = node
             t._rg = True
         else:
@@ -452,7 +468,7 @@ def _unary(rec, op, raw):
 
 
 def _binary(rec, op, raw):
-    cls, xp, name = rec.cls, rec.xp, op.name
+    cls, xp, name, B = rec.cls, rec.xp, op.name, rec.backend
     array_type, asarray = rec.backend.array_type, rec.backend.asarray
     diff = op.kind != CONST
     rule1, rule2 = op.vjp or (None, None)
@@ -544,6 +560,8 @@ def _binary(rec, op, raw):
             node.edges = (e1, e2)
             node.args = (a, b)
             node.versions = versions
+            if anomaly[0]:
+                check_forward(B, node, (out,), (rec.raw(x1, name), rec.raw(x2, name)))
             t._node = node
             t._rg = True
         else:

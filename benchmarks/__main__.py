@@ -23,6 +23,7 @@ CASES = (
     "cross_entropy",
     "where",
     "svd",
+    "anomaly",
 )
 
 

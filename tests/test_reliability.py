@@ -209,3 +209,51 @@ def test_custom_vjp_gradients_of_the_wrong_shape_or_number(xp):
     y = xp.asarray(np.ones(3), requires_grad=True)
     with pytest.raises(ValueError, match="bwd returned 1 gradients for 2 arguments"):
         xp.sum(mul(x, y)).backward()
+
+
+# -- detect_anomaly -----------------------------------------------------------------------
+def test_detect_anomaly_names_the_forward_op_and_the_users_line(xp):
+    x = xp.asarray(np.array([1.0, 0.0, 2.0]), requires_grad=True)
+    with ad.detect_anomaly(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(RuntimeError) as info:
+            xp.log(x)  # log(0) = -inf
+    msg = str(info.value)
+    assert "forward of 'log' made inf in output 0, from finite inputs" in msg
+    assert "test_reliability.py" in msg and "xp.log(x)  # log(0) = -inf" in msg
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_detect_anomaly_names_the_backward_op_and_where_it_was_called(xp, create_graph):
+    x = xp.asarray(np.array([1.0, 0.0, 2.0]), requires_grad=True)
+
+    @ad.detect_anomaly()  # the decorator form
+    def run():
+        y = xp.sqrt(x) * 3.0  # finite forward; sqrt's gradient at 0 is inf
+        xp.sum(y).backward(create_graph=create_graph)
+
+    with warnings.catch_warnings(), pytest.raises(RuntimeError) as info:
+        warnings.simplefilter("ignore", RuntimeWarning)
+        run()
+    msg = str(info.value)
+    assert "backward of 'sqrt' made inf in the gradient of its input 0" in msg
+    assert "y = xp.sqrt(x) * 3.0" in msg
+    assert x.grad is None  # the failing pass gave no leaf a gradient
+
+
+def test_detect_anomaly_is_off_by_default_and_after_its_block(xp):
+    x = xp.asarray(np.array([1.0, 0.0]), requires_grad=True)
+    with ad.detect_anomaly():
+        xp.sum(xp.exp(x)).backward()  # finite: nothing raised
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        xp.sum(xp.sqrt(x)).backward()  # inf, but the mode is off: the value, as torch
+    assert np.isinf(np.asarray(x.grad)[1])
+
+
+def test_detect_anomaly_reports_an_input_that_was_never_finite(xp):
+    x = xp.asarray(np.array([[np.inf, 1.0]]), requires_grad=True)
+    with ad.detect_anomaly(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(RuntimeError, match="nn.softmax' made nan in output 0, input 0 was"):
+            F.softmax(x, axis=-1)

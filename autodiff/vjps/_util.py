@@ -33,12 +33,13 @@ def missing(chapter, *names, **meta):
 
 
 def axes_of(axis, ndim):
-    """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
-    if axis is None:
+    """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes. A 0-d array
+    has none (NumPy takes axis 0 or -1 there, and reduces over nothing)."""
+    if axis is None or ndim == 0:
         return tuple(range(ndim))
     if isinstance(axis, int):
         axis = (axis,)
-    return tuple(sorted(a % ndim if ndim else a for a in axis))
+    return tuple(sorted(a % ndim for a in axis))
 
 
 def keep_shape(shape, axes):

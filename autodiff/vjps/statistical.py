@@ -81,6 +81,8 @@ def _drop_initial(xp, g, axis, include_initial):
 
 
 def _cumulative_sum(xp, g, ans, x, *, axis=None, dtype=None, include_initial=False):
+    if x.ndim == 0:  # NumPy's result is [x] (or [0, x]): x's gradient is g's last
+        return xp.reshape(g[-1:], ())
     axis = 0 if axis is None else axis % x.ndim
     return _reverse_cumsum(xp, _drop_initial(xp, g, axis, include_initial), axis)
 
@@ -88,6 +90,8 @@ def _cumulative_sum(xp, g, ans, x, *, axis=None, dtype=None, include_initial=Fal
 def _cumulative_prod(xp, g, ans, x, *, axis=None, dtype=None, include_initial=False):
     """Exact with zeros. Before the first zero z of a row: reverse_cumsum(g*p)/x.
     At z: prod(x[:z]) * sum_{j>=z} g_j prod(x[z+1:j+1]). After z: 0."""
+    if x.ndim == 0:  # [x] (or [1, x])
+        return xp.reshape(g[-1:], ())
     axis = 0 if axis is None else axis % x.ndim
     g = _drop_initial(xp, g, axis, include_initial)
     if xp.records:  # the O(n) form below has no exact derivative at zeros

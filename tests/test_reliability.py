@@ -257,3 +257,27 @@ def test_detect_anomaly_reports_an_input_that_was_never_finite(xp):
         warnings.simplefilter("ignore", RuntimeWarning)
         with pytest.raises(RuntimeError, match="nn.softmax' made nan in output 0, input 0 was"):
             F.softmax(x, axis=-1)
+
+
+@pytest.mark.parametrize(
+    "f, expected",
+    [
+        (lambda xp, x: xp.sum(xp.cumulative_sum(x, axis=0) * 3.0), 3.0),  # NumPy: [x]
+        (lambda xp, x: xp.sum(xp.cumulative_prod(x, axis=0) * 3.0), 3.0),
+        (lambda xp, x: xp.sum(xp.take(x, xp.asarray([0, 0]), axis=0)), 2.0),  # [x, x]
+        (lambda xp, x: xp.max(x, axis=-1) * 2.0, 2.0),  # a 0-d x: reduced over nothing
+        (lambda xp, x: xp.prod(x * 2.0, axis=0), 2.0),
+        (lambda xp, x: xp.sum(x, axis=0, keepdims=True) * 5.0, 5.0),
+    ],
+    ids=["cumulative_sum", "cumulative_prod", "take", "max", "prod", "sum"],
+)
+def test_0d_inputs_where_numpy_takes_an_axis(f, expected):
+    # found by the fuzzer: NumPy accepts axis 0 / -1 on a 0-d array, and the rules
+    # crashed (integer modulo by zero); the gradients by hand
+    import autodiff as ad
+
+    xp = ad.Autodiff(np)
+    x = xp.asarray(np.array(1.25), requires_grad=True)
+    xp.sum(f(xp, x)).backward()
+    assert x.grad.shape == ()
+    np.testing.assert_allclose(float(x.grad), expected)

@@ -461,6 +461,7 @@ def backward(t, grad=None, retain_graph=False, create_graph=False):
     g = run.lift(g)
     if t._node is None:
         run.accumulate_leaf(t, g)
+        run.commit()
     elif create_graph:  # as in torch, the recorded backward keeps the graph it uses
         with enable_grad():
             run.run([(t._node, t._index)], [g], retain_graph=True)
@@ -503,6 +504,7 @@ class Pass:
         self.handed = {}
         self.mine = {}
         self.deferred = {}  # id(leaf) -> (leaf, [Outer, ...]): formed by flush()
+        self.pending = {}  # id(leaf) -> [leaf, gradient]: handed over by commit()
 
     def lift(self, g):
         """A raw root gradient in this pass's form (a Tensor when recorded)."""
@@ -671,6 +673,7 @@ class Pass:
                         heappush(heap, (-parent.seq, parent))
                     self._buffer(buffers, parent, index, gi)
         self.flush()
+        self.commit()
         if targets is not None:
             return [captured.get(t) for t in targets]
         return None
@@ -711,31 +714,47 @@ class Pass:
         return g
 
     def accumulate_leaf(self, leaf, g):
-        """``leaf.grad += g``, into a buffer that belongs to the leaf alone."""
+        """Add ``g`` to what this pass gives ``leaf``; ``commit`` hands it over at the
+        end, so a pass that fails half-way leaves every ``.grad`` as it was."""
         rec = self.rec
         if rec.is_complex(g.dtype):  # PyTorch's convention: z -= lr * z.grad descends
             g = self.xp.conj(g)
+        entry = self.pending.get(id(leaf))
+        if entry is None:
+            self.pending[id(leaf)] = [leaf, g]
+            return
         if self.create:
-            leaf.grad = g if leaf.grad is None else rec.xp.add(leaf.grad, g)
+            entry[1] = rec.xp.add(entry[1], g)
             return
-        B = rec.backend
-        if leaf.grad is None:
-            # One gradient array can reach two leaves (x + y): each gets its own buffer.
-            g = B.asarray(g, copy=True) if id(g) in self.handed else B.own(g)
-            # Not "mine": a rule's result may still be pending for another node, or be a
-            # factor of a deferred Outer; only a sum made below is added into in place.
-            self.handed[id(g)] = g
-            leaf.grad = rec.wrap(g)
-            return
-        d = leaf.grad.data
+        d = entry[1]
         if id(d) in self.mine and d.shape == g.shape and d.dtype == g.dtype:
-            d += g  # a buffer of this pass: accumulate without a new array
-            bump(leaf.grad)
+            d += g  # a sum this pass made: accumulate without a new array
         else:
             d = d + g
-            if not B.is_array(d):  # 0-d numpy sums are scalars
+            if not rec.backend.is_array(d):  # 0-d numpy sums are scalars
+                d = rec.backend.asarray(d)
+            self.mine[id(d)] = d
+            entry[1] = d
+
+    def commit(self):
+        """``leaf.grad += g`` for every leaf this pass reached, into a buffer that belongs
+        to the leaf alone (one gradient array can reach two leaves: x + y)."""
+        rec = self.rec
+        pending, self.pending = self.pending, {}
+        for leaf, g in pending.values():
+            if self.create:
+                leaf.grad = g if leaf.grad is None else rec.xp.add(leaf.grad, g)
+                continue
+            B = rec.backend
+            if leaf.grad is None:
+                if id(g) not in self.mine:  # a rule's result, or the caller's array
+                    g = B.asarray(g, copy=True) if id(g) in self.handed else B.own(g)
+                self.handed[id(g)] = g
+                leaf.grad = rec.wrap(g)
+                continue
+            d = leaf.grad.data + g
+            if not B.is_array(d):
                 d = B.asarray(d)
-            self.handed[id(d)] = self.mine[id(d)] = d
             leaf.grad = rec.wrap(d)
 
     def defer(self, leaf, g):

@@ -281,3 +281,54 @@ def test_0d_inputs_where_numpy_takes_an_axis(f, expected):
     xp.sum(f(xp, x)).backward()
     assert x.grad.shape == ()
     np.testing.assert_allclose(float(x.grad), expected)
+
+
+# -- nothing is lost on an error ------------------------------------------------------------
+def test_an_error_inside_a_rule_mid_backward_leaves_every_grad_as_it_was(xp):
+    @ad.custom_vjp
+    def fails(x):
+        return x * 1.0
+
+    def bwd(r, g):
+        raise ArithmeticError("a rule that fails")
+
+    fails.defvjp(lambda x: (x * 1.0, None), bwd)
+    w = xp.asarray(np.array([1.0, 2.0]), requires_grad=True)
+    v = xp.asarray(np.array([3.0, -1.0]), requires_grad=True)
+    xp.sum(w * v).backward()  # a first backward: both have a gradient
+    before = np.asarray(w.grad).copy(), np.asarray(v.grad).copy()
+    # v's gradient is ready before the failing rule runs (it is w's branch that fails)
+    loss = xp.sum(w * 2.0) + xp.sum(fails(w) * v) + xp.sum(v * 3.0)
+    with pytest.raises(ArithmeticError, match="a rule that fails"):
+        loss.backward()
+    np.testing.assert_array_equal(np.asarray(w.grad), before[0])
+    np.testing.assert_array_equal(np.asarray(v.grad), before[1])
+    # and an optimizer step after the failure moves nothing that wasn't moved before
+    opt = optim.SGD([w, v], lr=0.1)
+    opt.step()
+    np.testing.assert_allclose(np.asarray(w.detach()), [1.0, 2.0] - 0.1 * before[0])
+
+
+def test_a_failed_load_leaves_the_model_and_the_optimizer_as_they_were(xp, tmp_path):
+    m = nn.Linear(2, 1, xp=xp, dtype=xp.float64)
+    opt = optim.Adam(m.parameters(), lr=0.1)
+    xp.sum(m(xp.asarray(np.ones((3, 2))))).backward()
+    opt.step()
+    weights = {k: np.asarray(v.detach()).copy() for k, v in m.state_dict().items()}
+    state = opt.state_dict()
+    with pytest.raises(RuntimeError, match="shape"):
+        m.load_state_dict({"weight": np.ones((2, 2)), "bias": np.zeros(1)})
+    bad = dict(state, param_groups=[dict(state["param_groups"][0], lr="fast")])
+    with pytest.raises(TypeError, match="lr must be a number"):
+        opt.load_state_dict(bad)
+    path = tmp_path / "ckpt.npz"
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError):
+        ad.load(path)
+    for k, v in m.state_dict().items():
+        np.testing.assert_array_equal(np.asarray(v.detach()), weights[k])
+    assert opt.param_groups[0]["lr"] == 0.1
+    np.testing.assert_array_equal(
+        np.asarray(opt.state_dict()["state"][0]["exp_avg"]),
+        np.asarray(state["state"][0]["exp_avg"]),
+    )

@@ -1,6 +1,8 @@
 """A property-based fuzzer: random programs of 3-12 ops, run on our namespace and on
 array_api_compat's torch namespace (torch.autograd) from the same program text, their
-gradients compared first and second order (and with central differences).
+gradients compared first and second order (and with central differences). One program
+in four is complex (complex128 inputs, the steps that take complex values, losses
+``Re(sum(v * w))``: PyTorch's convention is checked too).
 
     python -m tests.fuzz --programs 2000 --seed 1
 
@@ -56,6 +58,9 @@ UNARY = {
     "concat_self": "m.concat([a, a * 0.5], axis=0)",
     "stack_self": "m.stack([a, m.sin(a)], axis=0)",
     "softmax_last": "_softmax(m, a)",
+    "conj": "m.conj(a) * (1.0 + 0.5j) if m.isdtype(a.dtype, 'complex floating') else a",
+    "real": "m.real(a)",
+    "imag": "m.imag(a) if m.isdtype(a.dtype, 'complex floating') else a",
     "gram_inv": "m.linalg.inv(_gram(m, a))",
     "gram_det": "m.linalg.det(_gram(m, a))",
     "gram_solve": "m.linalg.solve(_gram(m, a), a)",
@@ -68,6 +73,15 @@ UNARY = {
     "softplus": "_nn(m, 'softplus')(a)",
     "log_softmax": "_nn(m, 'log_softmax')(a)",
 }
+# The steps a complex program draws from (the others are defined for real values).
+COMPLEX_OK = {
+    "exp", "sin", "tanh", "square", "sqrt", "abs", "neg_recip", "sum_all", "sum_0",
+    "mean_last_keep", "prod_0", "cumsum_0", "reshape_flat", "transpose", "flip", "expand0",
+    "slice", "take0", "setitem", "concat_self", "stack_self", "gram_inv", "gram_det",
+    "gram_solve", "vector_norm", "add", "sub", "mul", "div", "matmul", "conj", "real",
+    "imag", "vecdot",
+}  # fmt: skip
+
 # Steps with points where they are not (twice) differentiable, and the test of the dry
 # run's value that keeps a program away from them.
 KINKS = {
@@ -86,6 +100,7 @@ BINARY = {
     "where_ab": "m.where(a > b, a, b * 0.5)",
     "pow": "(a * a + 0.5) ** m.tanh(b)",
     "atan2": "m.atan2(a, b * b + 0.5)",
+    "vecdot": "m.vecdot(a, b)",
 }
 
 
@@ -146,9 +161,16 @@ def _run(m, steps, inputs):
 
 
 def make_program(rng):
-    """(input arrays, steps): each step (code, operand index, operand index or None)."""
+    """(input arrays, steps): each step (code, operand index, operand index or None).
+    One program in four is complex: complex128 inputs, steps from COMPLEX_OK."""
     n_in = int(rng.integers(1, 4))
-    inputs = [rng.uniform(-1.5, 1.5, SHAPES[int(rng.integers(len(SHAPES)))]) for _ in range(n_in)]
+    shapes = [SHAPES[int(rng.integers(len(SHAPES)))] for _ in range(n_in)]
+    inputs = [rng.uniform(-1.5, 1.5, s) for s in shapes]
+    cplx = rng.random() < 0.25
+    if cplx:
+        inputs = [np.asarray(a + 1j * rng.uniform(-1.0, 1.0, a.shape)) for a in inputs]
+    unary = [n for n in UNARY if not cplx or n in COMPLEX_OK]
+    binary = [n for n in BINARY if not cplx or n in COMPLEX_OK]
     import numpy as m  # the dry run: NumPy decides whether the shapes fit
 
     vals = list(inputs)
@@ -158,11 +180,11 @@ def make_program(rng):
     while len(steps) < target and tries < 200:
         tries += 1
         if rng.random() < 0.35 and len(vals) > 1:
-            name = list(BINARY)[int(rng.integers(len(BINARY)))]
+            name = binary[int(rng.integers(len(binary)))]
             code = BINARY[name]
             i, j = (int(k) for k in rng.choice(len(vals), size=2))
         else:
-            name = list(UNARY)[int(rng.integers(len(UNARY)))]
+            name = unary[int(rng.integers(len(unary)))]
             code = UNARY[name]
             i, j = int(rng.integers(len(vals))), None
         try:
@@ -172,7 +194,12 @@ def make_program(rng):
         except Exception:
             continue
         out = np.asarray(out)
-        if out.dtype.kind != "f" or out.ndim > 4 or out.size > 64 or not np.all(np.isfinite(out)):
+        if (
+            out.dtype.kind not in "fc"
+            or out.ndim > 4
+            or out.size > 64
+            or not np.all(np.isfinite(out))
+        ):
             continue
         if name in KINKS and KINKS[name](out):
             continue
@@ -182,10 +209,11 @@ def make_program(rng):
 
 
 def _loss(m, vals, weights, to):
-    """sum over every value of sum(v * w): every step's gradient is exercised."""
+    """sum over every value of Re(sum(v * w)): every step's gradient is exercised (w is
+    complex for a complex v)."""
     total = 0.0
     for v, w in zip(vals, weights):
-        total = total + m.sum(v * to(w))
+        total = total + m.sum(m.real(v * to(w)))
     return total
 
 
@@ -193,7 +221,7 @@ def _host(g, like):
     """A torch gradient as NumPy (torch may hand back a lazy zero tensor)."""
     if g is None or g._is_zerotensor():
         return np.zeros_like(like)
-    return g.detach().numpy()
+    return g.detach().resolve_conj().resolve_neg().numpy()
 
 
 OK, FAIL, SKIP = "ok", "fail", "skip"
@@ -224,8 +252,13 @@ def check(inputs, steps, xp, seed=0, central=True):
         import numpy as m
 
         shapes = [np.shape(v) for v in _run(m, steps, inputs)]
-    weights = [rng.standard_normal(s) for s in shapes]
-    vs = [rng.standard_normal(np.shape(a)) for a in inputs]
+    kinds = [np.iscomplexobj(v) for v in _run(m, steps, inputs)]
+
+    def draw(shape, c):
+        return rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if c else 0)
+
+    weights = [draw(sh, c) for sh, c in zip(shapes, kinds)]
+    vs = [draw(np.shape(a), np.iscomplexobj(a)) for a in inputs]
 
     ts = [xp.asarray(a, requires_grad=True) for a in inputs]
     try:
@@ -241,7 +274,7 @@ def check(inputs, steps, xp, seed=0, central=True):
     hv = [t.grad for t in ts if t.grad is not None and t.grad.requires_grad]
     ours2 = [np.zeros_like(a) for a in inputs]
     if hv:
-        h = sum(xp.sum(t.grad * xp.asarray(v)) for t, v in zip(ts, vs)
+        h = sum(xp.sum(xp.real(t.grad * xp.asarray(np.conj(v)))) for t, v in zip(ts, vs)
                 if t.grad is not None and t.grad.requires_grad)  # fmt: skip
         for t in ts:
             t.grad = None
@@ -260,9 +293,8 @@ def check(inputs, steps, xp, seed=0, central=True):
     tloss = _loss(ct, tvals, weights, torch.tensor)
     tg = torch.autograd.grad(tloss, tts, create_graph=True, allow_unused=True)
     theirs = [_host(g, a) for g, a in zip(tg, inputs)]
-    terms = [
-        (g * torch.tensor(v)).sum() for g, v in zip(tg, vs) if g is not None and g.requires_grad
-    ]
+    terms = [(g * torch.tensor(np.conj(v))).real.sum() for g, v in zip(tg, vs)
+             if g is not None and g.requires_grad]  # fmt: skip
     theirs2 = [np.zeros_like(a) for a in inputs]
     if terms:
         t2 = torch.autograd.grad(sum(terms), tts, allow_unused=True)
@@ -277,16 +309,18 @@ def check(inputs, steps, xp, seed=0, central=True):
         with np.errstate(all="ignore"):
             for k, a in enumerate(inputs):
                 num = np.zeros_like(a)
-                for idx in np.ndindex(a.shape):
-                    f = []
-                    for sgn in (1, -1):
-                        pert = [x.copy() for x in inputs]
-                        pert[k][idx] += sgn * eps
-                        vals = _run(m, steps, pert)
-                        f.append(
-                            sum(float(np.sum(np.asarray(v) * w)) for v, w in zip(vals, weights))
-                        )
-                    num[idx] = (f[0] - f[1]) / (2 * eps)
+                # a complex input: along its real and its imaginary part (PyTorch's
+                # convention: grad = dL/dx + i dL/dy)
+                for step in (1.0, 1j) if np.iscomplexobj(a) else (1.0,):
+                    for idx in np.ndindex(a.shape):
+                        f = []
+                        for sgn in (1, -1):
+                            pert = [x.copy() for x in inputs]
+                            pert[k][idx] += sgn * eps * step
+                            vals = _run(m, steps, pert)
+                            f.append(sum(float(np.sum(np.real(np.asarray(v) * w)))
+                                         for v, w in zip(vals, weights)))  # fmt: skip
+                        num[idx] += step * (f[0] - f[1]) / (2 * eps)
                 if not np.allclose(ours[k], num, rtol=1e-5, atol=1e-6):
                     return (
                         FAIL,

@@ -144,7 +144,6 @@ def test_transforms_follow_the_same_convention():
         return xp.sum(xp.abs(xp.sin(z)) ** 2)
 
     g = ad.grad(f)(Z)
-    assert isinstance(g, np.ndarray) or hasattr(g, "data")
     (expected,) = _torch_grad(lambda t: (torch.abs(torch.sin(t)) ** 2).sum(), Z)
     np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-12)
     # JAX's grad is the conjugate of this: dL/dx - i dL/dy

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import types
 
-from . import _standard, backends, inplace
+from . import _standard, backends, checks, inplace
 from .graph import (
     Meta,
     MultiNode,
@@ -583,6 +583,8 @@ def _creation(rec, op, raw):
             add_op_name(exc, name)
             raise
         t = rec.wrap_out(out)
+        if requires_grad is not False:
+            checks.flag(name, "requires_grad", requires_grad)
         if requires_grad:
             rec.backend.check_differentiable(t.data.dtype, name)
             t._rg = True

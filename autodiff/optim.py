@@ -28,6 +28,7 @@ import math
 import numbers
 import types
 
+from . import checks
 from .graph import bump, enable_grad
 from .namespace import recorder_of
 from .tensor import Tensor
@@ -150,34 +151,26 @@ class Optimizer:
     def _check_group(self, group: dict) -> None:
         """Raise TypeError for a hyper-parameter of the wrong type (a number given as a
         string...), then ValueError for an invalid value (subclasses extend)."""
+        name = self._name
         for key, default in _templates(type(self)).items():
             if key not in group:
                 continue
             value = group[key]
-            if isinstance(default, bool):  # also 0/1 and NumPy's bool
-                ok = (
-                    isinstance(value, bool)
-                    or type(value).__name__ == "bool_"
-                    or (isinstance(value, numbers.Integral) and value in (0, 1))
-                )
+            if isinstance(default, bool):
+                if not (isinstance(value, numbers.Integral) and value in (0, 1)):  # as torch
+                    checks.flag(name, key, value)
             elif isinstance(default, numbers.Real):
-                ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+                checks.number(name, key, value)
             elif isinstance(default, tuple):
-                ok = isinstance(value, (tuple, list)) and all(
-                    isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value
-                )
-            else:  # None and other defaults: checked where they are used
-                ok = True
-            if not ok:
-                kind = (
-                    "a bool"
-                    if isinstance(default, bool)
-                    else ("a pair of numbers" if isinstance(default, tuple) else "a number")
-                )
-                raise TypeError(
-                    f"{self._name}: {key} must be {kind}, got {value!r} ({type(value).__name__})"
-                )
-        self._require(group["lr"] >= 0, f"lr must be >= 0, got {group['lr']}")
+                if not isinstance(value, (tuple, list)) or len(value) != len(default):
+                    raise TypeError(
+                        f"{name}: {key} must be a pair of numbers, got {value!r} "
+                        f"({type(value).__name__})"
+                    )
+                for i, v in enumerate(value):
+                    checks.number(name, f"{key}[{i}]", v)
+            # None and other defaults: checked where they are used
+        checks.number(name, "lr", group["lr"], 0)
 
     def _require(self, ok, message: str) -> None:
         if not ok:
@@ -361,9 +354,8 @@ class SGD(Optimizer):
 
     def _check_group(self, group):
         super()._check_group(group)
-        m, wd = group["momentum"], group["weight_decay"]
-        self._require(m >= 0, f"momentum must be >= 0, got {m}")
-        self._require(wd >= 0, f"weight_decay must be >= 0, got {wd}")
+        m = checks.number(self._name, "momentum", group["momentum"], 0)
+        checks.number(self._name, "weight_decay", group["weight_decay"], 0)
         self._require(
             not group["nesterov"] or (m > 0 and group["dampening"] == 0),
             "nesterov momentum needs momentum > 0 and dampening = 0",
@@ -437,13 +429,10 @@ class Adam(Optimizer):
 
     def _check_group(self, group):
         super()._check_group(group)
-        betas = group["betas"]
-        self._require(len(betas) == 2, f"betas must be a pair, got {betas!r}")
-        for i, b in enumerate(betas):
-            self._require(0 <= b < 1, f"betas[{i}] must be in [0, 1), got {b}")
-        self._require(group["eps"] >= 0, f"eps must be >= 0, got {group['eps']}")
-        wd = group["weight_decay"]
-        self._require(wd >= 0, f"weight_decay must be >= 0, got {wd}")
+        for i, b in enumerate(group["betas"]):
+            checks.number(self._name, f"betas[{i}]", b, 0, 1, open_high=True)
+        checks.number(self._name, "eps", group["eps"], 0)
+        checks.number(self._name, "weight_decay", group["weight_decay"], 0)
 
     def _update(self, p, g, group, state):
         B = recorder_of(p).backend
@@ -535,6 +524,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     params = list(parameters)
     if not params:
         raise ValueError("clip_grad_norm_: got no parameters")
+    checks.number("clip_grad_norm_", "max_norm", max_norm, 0)
+    if norm_type in ("inf", "-inf"):  # torch takes these spellings too
+        norm_type = float(norm_type)
+    norm_type = checks.number("clip_grad_norm_", "norm_type", norm_type)
+    checks.flag("clip_grad_norm_", "error_if_nonfinite", error_if_nonfinite)
+    if not all(isinstance(p, Tensor) for p in params):
+        bad = next(type(p).__name__ for p in params if not isinstance(p, Tensor))
+        raise TypeError(f"clip_grad_norm_: parameters must be Tensors, got a {bad}")
     norm_type = float(norm_type)
     grads = [p.grad for p in params if p.grad is not None]
     rec = recorder_of(params[0])
@@ -571,6 +568,7 @@ class LRScheduler:
             raise TypeError(
                 f"{type(self).__name__}: {type(optimizer).__name__} is not an Optimizer"
             )
+        checks.integer(type(self).__name__, "last_epoch", last_epoch, -1)
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -619,8 +617,8 @@ class StepLR(LRScheduler):
     """``lr = base_lr * gamma ** (epoch // step_size)``."""
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
-        if step_size < 1:
-            raise ValueError(f"StepLR: step_size must be >= 1, got {step_size}")
+        checks.integer("StepLR", "step_size", step_size, 1)
+        checks.number("StepLR", "gamma", gamma, 0)
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -637,8 +635,8 @@ class CosineAnnealingLR(LRScheduler):
     computed with torch's recursive update (so it also follows lr changed by hand)."""
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
-        if T_max < 1:
-            raise ValueError(f"CosineAnnealingLR: T_max must be >= 1, got {T_max}")
+        checks.integer("CosineAnnealingLR", "T_max", T_max, 1)
+        checks.number("CosineAnnealingLR", "eta_min", eta_min, 0)
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
@@ -667,10 +665,9 @@ class LinearLR(LRScheduler):
     def __init__(
         self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1
     ):
-        if not 0 < start_factor <= 1:
-            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
-        if not 0 <= end_factor <= 1:
-            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
+        checks.number("LinearLR", "start_factor", start_factor, 0, 1, open_low=True)
+        checks.number("LinearLR", "end_factor", end_factor, 0, 1)
+        checks.integer("LinearLR", "total_iters", total_iters, 0)
         self.start_factor = start_factor
         self.end_factor = end_factor
         self.total_iters = total_iters
@@ -698,6 +695,8 @@ class LambdaLR(LRScheduler):
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * n
+        for f in self.lr_lambdas:
+            checks.function("LambdaLR", "lr_lambda", f)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):

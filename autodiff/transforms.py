@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from . import graph
+from . import checks, graph
 from .graph import Node, attach, edge, mode
 from .namespace import recorder_of
 from .registry import Op
@@ -82,7 +82,9 @@ def _differentiate(args, argnums, what):
     """Replace the arguments picked by ``argnums`` with fresh variables and wrap
     the other raw arrays as constants: (args, variables, their nodes)."""
     n = len(args)
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    nums = checks.integers(what, "argnums", argnums)
+    if not nums:
+        raise ValueError(f"{what}: argnums is empty: nothing to differentiate")
     for i in nums:
         if not -n <= i < n:
             raise ValueError(f"{what}: argnums {argnums} out of range for {n} arguments")
@@ -105,6 +107,11 @@ def value_and_grad(f, argnums=0, has_aux=False):
         args, variables, nodes = _differentiate(args, argnums, "grad")
         with graph.enable_grad():
             result = f(*args, **kwargs)
+        if has_aux and not (isinstance(result, tuple) and len(result) == 2):
+            raise TypeError(
+                "grad: with has_aux=True the function must return a pair (output, aux), "
+                f"got {type(result).__name__}"
+            )
         out, aux = result if has_aux else (result, None)
         if not isinstance(out, Tensor):
             raise TypeError(f"grad: the function must return a Tensor, got {type(out).__name__}")
@@ -147,9 +154,16 @@ def vjp(f, *primals):
 def jvp(f, primals, tangents):
     """``(f(*primals), J @ tangents)``, by transposing the VJP (it is linear in
     the cotangent, so its own VJP applies J)."""
+    for what, v in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(v, (tuple, list)):
+            raise TypeError(f"jvp: {what} must be a tuple or list, got {type(v).__name__}")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError("jvp: primals and tangents must have the same length")
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        ps, ts = tuple(getattr(p, "shape", ())), tuple(getattr(t, "shape", ()))
+        if ps != ts:  # a Python number has shape ()
+            raise ValueError(f"jvp: tangents[{i}] has shape {ts}, its primal {ps}")
     out, vjp_fn = vjp(f, *primals)
     rec = recorder_of(out)
     u, unode = _variable(rec.wrap(rec.backend.zeros_like(out.data)), "jvp")

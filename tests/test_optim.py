@@ -651,7 +651,7 @@ def test_load_state_dict_errors(xp):
     with pytest.raises(ValueError, match="'state' and 'param_groups'"):
         opt.load_state_dict({"state": {}})
     bad = {"state": {}, "param_groups": [{**sd["param_groups"][0], "lr": -1.0}]}
-    with pytest.raises(ValueError, match="SGD: lr must be >= 0"):
+    with pytest.raises(ValueError, match="SGD: lr must be a number >= 0"):
         opt.load_state_dict(bad)
     assert opt.param_groups[0]["lr"] == 0.1
     # hyper-parameters come from the state dict, parameters stay the optimizer's
@@ -679,23 +679,25 @@ def test_construction_errors(xp):
         optim.SGD(p)
     with pytest.raises(ValueError, match="SGD: got an empty parameter list"):
         optim.SGD([])
-    with pytest.raises(ValueError, match="SGD: lr must be >= 0"):
+    with pytest.raises(ValueError, match="SGD: lr must be a number >= 0"):
         optim.SGD([p], lr=-0.1)
-    with pytest.raises(ValueError, match="SGD: momentum must be >= 0"):
+    with pytest.raises(ValueError, match="SGD: momentum must be a number >= 0"):
         optim.SGD([p], momentum=-0.5)
     with pytest.raises(ValueError, match="SGD: nesterov"):
         optim.SGD([p], nesterov=True)
     with pytest.raises(ValueError, match="SGD: nesterov"):
         optim.SGD([p], momentum=0.9, dampening=0.1, nesterov=True)
-    with pytest.raises(ValueError, match=r"Adam: betas\[0\] must be in \[0, 1\)"):
+    with pytest.raises(ValueError, match=r"Adam: betas\[0\] must be a number in \[0, 1\)"):
         optim.Adam([p], betas=(1.0, 0.999))
     with pytest.raises(ValueError, match=r"AdamW: betas\[1\]"):
         optim.AdamW([p], betas=(0.9, -0.1))
-    with pytest.raises(ValueError, match="Adam: eps must be >= 0"):
+    with pytest.raises(ValueError, match="Adam: eps must be a number >= 0"):
         optim.Adam([p], eps=-1.0)
-    with pytest.raises(ValueError, match="Adam: weight_decay must be >= 0"):
+    with pytest.raises(ValueError, match="Adam: weight_decay must be a number >= 0"):
         optim.Adam([p], weight_decay=-1.0)
-    with pytest.raises(ValueError, match=r"Adam: lr must be >= 0"):  # checked per group too
+    with pytest.raises(
+        ValueError, match=r"Adam: lr must be a number >= 0"
+    ):  # checked per group too
         optim.Adam([{"params": [p], "lr": -1.0}])
 
 

@@ -138,8 +138,8 @@ def test_bad_geometry_is_a_value_error_naming_op_and_argument(xp, call, match):
     [
         (lambda p: optim.Adam([p], lr="0.1"), "Adam: lr must be a number, got '0.1'"),
         (lambda p: optim.SGD([p], lr=0.1, momentum="0.9"), "SGD: momentum must be a number"),
-        (lambda p: optim.Adam([p], betas=(0.9, "x")), "Adam: betas must be a pair of numbers"),
-        (lambda p: optim.AdamW([p], amsgrad="yes"), "AdamW: amsgrad must be a bool"),
+        (lambda p: optim.Adam([p], betas=(0.9, "x")), r"Adam: betas\[1\] must be a number"),
+        (lambda p: optim.AdamW([p], amsgrad="yes"), "AdamW: amsgrad must be True or False"),
     ],
 )
 def test_optimizer_hyper_parameters_of_the_wrong_type(xp, make, match):
@@ -147,6 +147,102 @@ def test_optimizer_hyper_parameters_of_the_wrong_type(xp, make, match):
     with pytest.raises(TypeError, match=match):
         make(p)
     optim.Adam([p], lr=1e-3, betas=[0.9, 0.99], amsgrad=1)  # what torch takes too
+
+
+def _sgd(xp):
+    return optim.SGD([xp.asarray(np.ones(2), requires_grad=True)], lr=0.1)
+
+
+# Schedules, clipping, transforms, creation and backward: one shared check each
+# (autodiff.checks), a TypeError for the wrong type, a ValueError for the wrong value.
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda xp: optim.StepLR(_sgd(xp), 2, gamma="a"), TypeError, "StepLR: gamma must be"),
+        (lambda xp: optim.StepLR(_sgd(xp), 2.5), TypeError, "StepLR: step_size must be an int"),
+        (lambda xp: optim.StepLR(_sgd(xp), 0), ValueError, "StepLR: step_size must be an int >= 1"),
+        (lambda xp: optim.CosineAnnealingLR(_sgd(xp), 5, eta_min=-1.0), ValueError, "eta_min"),
+        (lambda xp: optim.LinearLR(_sgd(xp), total_iters=-1), ValueError, "LinearLR: total_iters"),
+        (
+            lambda xp: optim.LinearLR(_sgd(xp), start_factor=0),
+            ValueError,
+            r"start_factor .*\(0, 1\]",
+        ),
+        (lambda xp: optim.LambdaLR(_sgd(xp), 3), TypeError, "LambdaLR: lr_lambda must be callable"),
+        (lambda xp: optim.StepLR(_sgd(xp), 2, last_epoch="0"), TypeError, "StepLR: last_epoch"),
+        (
+            lambda xp: optim.clip_grad_norm_(_params(xp), "a"),
+            TypeError,
+            "clip_grad_norm_: max_norm",
+        ),
+        (
+            lambda xp: optim.clip_grad_norm_(_params(xp), -1.0),
+            ValueError,
+            "max_norm must be a number >= 0",
+        ),
+        (lambda xp: optim.clip_grad_norm_(_params(xp), 1.0, "fro"), TypeError, "norm_type"),
+        (
+            lambda xp: optim.clip_grad_norm_([np.ones(2)], 1.0),
+            TypeError,
+            "parameters must be Tensors",
+        ),
+        (lambda xp: ad.grad(xp.sum, argnums="a")(xp.ones(2)), TypeError, "grad: argnums must be"),
+        (lambda xp: ad.grad(xp.sum, argnums=())(xp.ones(2)), ValueError, "grad: argnums is empty"),
+        (lambda xp: ad.grad(xp.sum, has_aux=True)(xp.ones(2)), TypeError, "has_aux=True .* a pair"),
+        (
+            lambda xp: ad.jvp(xp.sin, xp.ones(2), xp.ones(2)),
+            TypeError,
+            "jvp: primals must be a tuple",
+        ),
+        (
+            lambda xp: ad.jvp(xp.sin, (xp.ones(2),), (xp.ones(3),)),
+            ValueError,
+            r"jvp: tangents\[0\] has shape \(3,\)",
+        ),
+        (
+            lambda xp: xp.zeros(2, requires_grad="yes"),
+            TypeError,
+            "zeros: requires_grad must be True or False",
+        ),
+        (
+            lambda xp: xp.sum(_params(xp)[0]).backward(create_graph=1),
+            TypeError,
+            "backward: create_graph",
+        ),
+        (
+            lambda xp: xp.sum(_params(xp)[0]).backward(retain_graph="no"),
+            TypeError,
+            "backward: retain_graph",
+        ),
+    ],
+)
+def test_bad_arguments_of_schedules_transforms_and_backward(xp, call, error, match):
+    with pytest.raises(error, match=match):
+        call(xp)
+
+
+def _params(xp):
+    p = xp.asarray(np.array([3.0, 4.0]), requires_grad=True)
+    p.grad = xp.asarray(np.array([3.0, 4.0]))
+    return [p]
+
+
+def test_the_valid_edges_of_the_same_arguments_work(xp):
+    # torch's spellings and edge values: an 'inf' norm, total_iters=0, retain_graph=None
+    (p,) = _params(xp)
+    total = optim.clip_grad_norm_([p], 1.0, norm_type="inf")
+    assert float(total) == 4.0
+    np.testing.assert_allclose(np.asarray(p.grad), np.array([3.0, 4.0]) / (4.0 + 1e-6))
+    opt = _sgd(xp)
+    sched = optim.LinearLR(opt, start_factor=0.5, total_iters=0)
+    for _ in range(2):
+        opt.step()
+        sched.step()
+    assert sched.get_last_lr() == [0.05]  # torch keeps start_factor * lr when total_iters=0
+    x = xp.asarray(np.array([1.0, 2.0]), requires_grad=True)
+    y = xp.sum(x * x)
+    y.backward(retain_graph=None)
+    np.testing.assert_allclose(np.asarray(x.grad), [2.0, 4.0])
 
 
 def test_complex_grad_for_a_real_tensor_is_refused(xp):
@@ -307,6 +403,37 @@ def test_an_error_inside_a_rule_mid_backward_leaves_every_grad_as_it_was(xp):
     opt = optim.SGD([w, v], lr=0.1)
     opt.step()
     np.testing.assert_allclose(np.asarray(w.detach()), [1.0, 2.0] - 0.1 * before[0])
+
+
+def test_a_failed_backward_keeps_the_graph_with_retain_graph_and_says_what_it_freed(xp):
+    calls = []
+
+    @ad.custom_vjp
+    def flaky(x):
+        return x * 1.0
+
+    def bwd(r, g):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ArithmeticError("fails the first time")
+        return (g,)
+
+    flaky.defvjp(lambda x: (x * 1.0, None), bwd)
+    w = xp.asarray(np.array([0.5, -1.0]), requires_grad=True)
+    # with retain_graph=True the failure leaves the whole graph: the retry succeeds
+    loss = xp.sum(xp.exp(flaky(w * 2.0)))
+    with pytest.raises(ArithmeticError, match="fails the first time"):
+        loss.backward(retain_graph=True)
+    assert w.grad is None
+    loss.backward()
+    np.testing.assert_allclose(np.asarray(w.grad), 2.0 * np.exp(2.0 * np.array([0.5, -1.0])))
+    # without it the pass frees as it goes (as torch's does); the retry names the failure
+    calls.clear()
+    loss = xp.sum(xp.exp(flaky(w * 2.0)))
+    with pytest.raises(ArithmeticError):
+        loss.backward()
+    with pytest.raises(RuntimeError, match=r"freed by an earlier backward that failed.*'flaky'"):
+        loss.backward()
 
 
 def test_a_failed_load_leaves_the_model_and_the_optimizer_as_they_were(xp, tmp_path):

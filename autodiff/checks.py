@@ -17,11 +17,14 @@ import numbers
 __all__ = ["integer", "number", "flag", "choice", "function", "integers"]
 
 
+def _is_bool(v) -> bool:
+    # NumPy's bool is numpy.bool (NumPy 2) or numpy.bool_, and no Python bool
+    return isinstance(v, bool) or type(v).__name__ in ("bool", "bool_")
+
+
 def _is_int(v) -> bool:
     # bool is an int to Python, never to us: Linear(True, 2) is a mistake.
-    return (
-        isinstance(v, numbers.Integral) and not isinstance(v, bool) and type(v).__name__ != "bool_"
-    )
+    return isinstance(v, numbers.Integral) and not _is_bool(v)
 
 
 def _bounds(low, high, open_low, open_high) -> str:
@@ -64,7 +67,7 @@ def integers(owner, name, v, low=None):
 
 def number(owner, name, v, low=None, high=None, *, open_low=False, open_high=False):
     """``v`` if it is a real number (not a bool) within the bounds (open where said)."""
-    if not isinstance(v, numbers.Real) or isinstance(v, bool):
+    if not isinstance(v, numbers.Real) or _is_bool(v):
         raise TypeError(f"{owner}: {name} must be a number, got {v!r} ({type(v).__name__})")
     if v != v:
         raise ValueError(f"{owner}: {name} must be a number, got nan")
@@ -73,7 +76,7 @@ def number(owner, name, v, low=None, high=None, *, open_low=False, open_high=Fal
 
 def flag(owner, name, v):
     """``v`` if it is a bool (NumPy's too)."""
-    if not (isinstance(v, bool) or type(v).__name__ == "bool_"):
+    if not _is_bool(v):
         raise TypeError(f"{owner}: {name} must be True or False, got {v!r} ({type(v).__name__})")
     return bool(v)
 

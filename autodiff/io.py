@@ -46,6 +46,16 @@ def to_host(x):
 # -- save ---------------------------------------------------------------------------------------
 
 
+def _path(owner, path):
+    """``path`` as a str or bytes path (a TypeError naming ``owner`` otherwise)."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise TypeError(
+            f"{owner}: path must be a str or os.PathLike, got {type(path).__name__}"
+        ) from None
+
+
 def save(state, path) -> None:
     """Write ``state`` (nested dicts/lists/tuples of arrays, Tensors and scalars) to ``path``.
 
@@ -56,6 +66,7 @@ def save(state, path) -> None:
     """
     import numpy as np
 
+    _path("save", path)
     arrays: dict = {}
     info: dict = {}
     tree = _encode(state, "state", arrays, info, set())
@@ -238,7 +249,7 @@ def load(path, xp=None, *, device=None):
 
     import numpy as np
 
-    shown = os.fspath(path)
+    shown = _path("load", path)
     with open(path, "rb") as f:
         if not zipfile.is_zipfile(f):
             raise ValueError(

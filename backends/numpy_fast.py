@@ -72,10 +72,11 @@ def own(xp, x):
 
 def apply_(xp, name, x):
     """``numpy.<name>(x, out=x)``: no new array (``x`` is the caller's temporary), unless
-    ``x`` holds integers (the result is floating)."""
-    if x.dtype.kind in "fc":
+    ``x`` holds integers (the result is floating) or is a NumPy scalar (0-d arithmetic
+    gives one; it has no buffer to write into)."""
+    if x.dtype.kind in "fc" and isinstance(x, np.ndarray):
         return getattr(np, name)(x, out=x)
-    return getattr(np, name)(x)
+    return np.asarray(getattr(np, name)(x))
 
 
 def matmul_stack(xp, pairs, axis, perm):

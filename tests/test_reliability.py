@@ -111,18 +111,17 @@ def _x(xp):
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda xp, x, w: F.conv2d(x, w, stride=0), "conv2d: stride must be positive, got 0"),
-        (lambda xp, x, w: F.conv2d(x, w, stride=-1), "conv2d: stride must be positive"),
-        (lambda xp, x, w: F.conv2d(x, w, padding=-1), "conv2d: padding must be non-negative"),
-        (lambda xp, x, w: F.conv2d(x, w, dilation=0), "conv2d: dilation must be positive"),
-        (lambda xp, x, w: F.conv2d(x, w, stride=(1, True)), "conv2d: stride must be an int"),
-        (lambda xp, x, w: F.max_pool2d(x, 0), "max_pool2d: kernel_size must be positive"),
-        (lambda xp, x, w: F.max_pool2d(x, 2, stride=-1), "max_pool2d: stride must be positive"),
-        (lambda xp, x, w: F.avg_pool2d(x, 2, stride=-1), "avg_pool2d: stride must be positive"),
-        (lambda xp, x, w: nn.Linear(-1, 2), "Linear: in_features must be a non-negative int"),
-        (lambda xp, x, w: nn.Conv2d(2, 3, 0), "Conv2d: kernel_size must be positive"),
-        (lambda xp, x, w: nn.Conv2d(2, 3, 3, groups=0), "Conv2d: groups must be a positive int"),
-        (lambda xp, x, w: nn.GRU(3, 0), "GRU: hidden_size must be a positive int"),
+        (lambda xp, x, w: F.conv2d(x, w, stride=0), "conv2d: stride must be an int >= 1, got 0"),
+        (lambda xp, x, w: F.conv2d(x, w, stride=-1), "conv2d: stride must be an int >= 1"),
+        (lambda xp, x, w: F.conv2d(x, w, padding=-1), "conv2d: padding must be an int >= 0"),
+        (lambda xp, x, w: F.conv2d(x, w, dilation=0), "conv2d: dilation must be an int >= 1"),
+        (lambda xp, x, w: F.max_pool2d(x, 0), "max_pool2d: kernel_size must be an int >= 1"),
+        (lambda xp, x, w: F.max_pool2d(x, 2, stride=-1), "max_pool2d: stride must be an int >= 1"),
+        (lambda xp, x, w: F.avg_pool2d(x, 2, stride=-1), "avg_pool2d: stride must be an int >= 1"),
+        (lambda xp, x, w: nn.Linear(-1, 2), "Linear: in_features must be an int >= 0"),
+        (lambda xp, x, w: nn.Conv2d(2, 3, 0), "Conv2d: kernel_size must be an int >= 1"),
+        (lambda xp, x, w: nn.Conv2d(2, 3, 3, groups=0), "Conv2d: groups must be an int >= 1"),
+        (lambda xp, x, w: nn.GRU(3, 0), "GRU: hidden_size must be an int >= 1"),
         (lambda xp, x, w: nn.Embedding(-2, 3), "Embedding: num_embeddings must be"),
         (lambda xp, x, w: nn.MultiheadAttention(4, 0), "MultiheadAttention: num_heads must be"),
     ],
@@ -199,6 +198,8 @@ def _sgd(xp):
             ValueError,
             r"jvp: tangents\[0\] has shape \(3,\)",
         ),
+        (lambda xp: ad.save({}, 3), TypeError, "save: path must be a str or os.PathLike"),
+        (lambda xp: ad.load(None), TypeError, "load: path must be a str or os.PathLike"),
         (
             lambda xp: xp.zeros(2, requires_grad="yes"),
             TypeError,
@@ -459,3 +460,27 @@ def test_a_failed_load_leaves_the_model_and_the_optimizer_as_they_were(xp, tmp_p
         np.asarray(opt.state_dict()["state"][0]["exp_avg"]),
         np.asarray(state["state"][0]["exp_avg"]),
     )
+
+
+# -- found by the fuzzer ----------------------------------------------------------------------
+@pytest.mark.parametrize("xshape, wshape", [((3,), (0, 3)), ((2, 2, 3), (0, 3)), ((0,), (2, 0)),
+                                            ((2, 2, 0), (2, 0))])  # fmt: skip
+def test_linear_with_no_feature_in_or_out(xp, xshape, wshape):
+    x = xp.asarray(np.ones(xshape), requires_grad=True)
+    w = xp.asarray(np.ones(wshape), requires_grad=True)
+    y = F.linear(x, w)
+    assert y.shape == xshape[:-1] + wshape[:1]
+    xp.sum(y * 2.0).backward()
+    # no term of y depends on an empty side: both gradients are zeros of their shapes
+    np.testing.assert_array_equal(np.asarray(x.grad), np.zeros(xshape))
+    np.testing.assert_array_equal(np.asarray(w.grad), np.zeros(wshape))
+
+
+def test_softmax_and_repeat_of_a_0d_array(xp):
+    x = xp.asarray(np.array(0.3), requires_grad=True)
+    y = F.softmax(x, axis=-1)
+    assert y.shape == () and float(y) == 1.0
+    y = xp.repeat(x, 3, axis=0)  # NumPy and the standard's strict version: 0-d as 1-D
+    assert y.shape == (3,)
+    xp.sum(y * y).backward()
+    assert float(x.grad) == pytest.approx(6 * 0.3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from .. import checks
 from ..namespace import recorder_of
 from ..registry import defop
 from .activations import _softmax, _softmax_raw
@@ -55,6 +56,7 @@ defop(
         )
     ),
     saves=(1,),
+    linear=True,  # a rotation of x: the tangent turns alike
     doc="rotary position embedding; its VJP is the inverse rotation",
 )
 
@@ -65,7 +67,15 @@ def rope(x, positions=None, base=10000.0, interleaved=False):
     Pair i turns by ``positions * base**(-2i/dim)`` (positions default to
     ``arange(seq)``; any integers, broadcast against (..., seq)). Split-half pairs
     feature i with i + dim/2 (rotate-half); ``interleaved=True`` pairs 2i with 2i+1.
+    ``base`` > 0.
     """
+    checks.number("rope", "base", base, low=0, open_low=True)
+    checks.flag("rope", "interleaved", interleaved)
+    return _rope(x, positions, float(base), bool(interleaved))
+
+
+def _rope(x, positions, base, interleaved):
+    """``rope`` of checked arguments (a float, a bool): the shapes are checked here."""
     if x.ndim < 2 or x.shape[-1] % 2:
         raise ValueError(f"rope: x must be (..., seq, dim) with an even dim, got {tuple(x.shape)}")
     rec = recorder_of(x)
@@ -75,7 +85,7 @@ def rope(x, positions=None, base=10000.0, interleaved=False):
             raise ValueError(
                 f"rope: {positions.shape[-1]} positions for a sequence of {x.shape[-2]}"
             )
-    return rec.xp.nn.rope(x, positions, base=float(base), interleaved=bool(interleaved))
+    return rec.xp.nn.rope(x, positions, base=base, interleaved=interleaved)
 
 
 # -- scaled dot-product attention ------------------------------------------------------------
@@ -189,6 +199,16 @@ def self_attention_packed(qkv, heads, attn_mask=None, is_causal=False, scale=Non
     axis as ``nn.MultiheadAttention``'s in-projection makes them: the heads' outputs
     merged to (N, L, heads * d). ``attn_mask`` as in ``scaled_dot_product_attention``
     (True = attend, or added), broadcast against (N, heads, L, L)."""
+    name = "self_attention_packed"
+    checks.integer(name, "heads", heads, low=1)
+    checks.flag(name, "is_causal", is_causal)
+    if scale is not None:
+        checks.number(name, "scale", scale)
+    return _self_attention_packed(qkv, int(heads), attn_mask, bool(is_causal), scale)
+
+
+def _self_attention_packed(qkv, heads, attn_mask, is_causal, scale):
+    """``self_attention_packed`` of checked arguments: the shapes are checked here."""
     if qkv.ndim != 3 or qkv.shape[-1] % (3 * heads):
         raise ValueError(
             f"self_attention_packed: qkv must be (N, L, 3 * heads * d) with heads={heads}, "
@@ -199,7 +219,7 @@ def self_attention_packed(qkv, heads, attn_mask=None, is_causal=False, scale=Non
     rec = recorder_of(qkv)
     _check_mask("self_attention_packed", attn_mask, rec)
     nn = rec.xp.nn
-    return nn.self_attention_packed(qkv, attn_mask, heads=int(heads), is_causal=bool(is_causal),
+    return nn.self_attention_packed(qkv, attn_mask, heads=heads, is_causal=is_causal,
                                     scale=scale)  # fmt: skip
 
 
@@ -218,11 +238,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(q k^T * scale + mask) v, as torch: ``attn_mask`` boolean (True = attend)
     or float (added); ``is_causal`` masks j > i; ``scale`` defaults to 1/sqrt(E).
     A query row that may attend to nothing gives zeros (torch gives NaN)."""
+    name = "scaled_dot_product_attention"
+    checks.number(name, "dropout_p", dropout_p, 0.0, 1.0)
     if dropout_p:
         raise NotImplementedError(
             "scaled_dot_product_attention: dropout_p > 0 is not supported; apply "
             "F.dropout to the output or use dropout_p=0"
         )
+    checks.flag(name, "is_causal", is_causal)
+    if scale is not None:
+        checks.number(name, "scale", scale)
+    return _sdpa_checked(query, key, value, attn_mask, bool(is_causal), scale)
+
+
+def _sdpa_checked(query, key, value, attn_mask, is_causal, scale):
+    """``scaled_dot_product_attention`` of checked arguments: the shapes are checked here."""
     if query.ndim < 2 or key.ndim != query.ndim or value.ndim != query.ndim:
         raise ValueError(
             "scaled_dot_product_attention: query, key and value must have the same number "
@@ -239,5 +269,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     rec = recorder_of(query, key, value)
     _check_mask("scaled_dot_product_attention", attn_mask, rec)
     nn = rec.xp.nn
-    return nn.scaled_dot_product_attention(query, key, value, attn_mask,
-                                           is_causal=bool(is_causal), scale=scale)  # fmt: skip
+    return nn.scaled_dot_product_attention(query, key, value, attn_mask, is_causal=is_causal,
+                                           scale=scale)  # fmt: skip

@@ -10,6 +10,7 @@ rules are differentiated again under ``create_graph``.
 
 from __future__ import annotations
 
+from .. import checks
 from ..namespace import recorder_of
 from ..registry import defop
 
@@ -30,6 +31,8 @@ defop(
     chapter="kernels",
     impl=lambda B: lambda x, *, pads, value=0.0: B.pad2d(x, pads, value),
     saves=(),
+    # affine: the tangent is padded with zeros, whatever the constant
+    jvp=lambda xp, ts, ans, x, *, pads, value=0.0: xp.pad2d(ts[0], pads=pads, value=0.0),
     doc="pad the last two axes (top, bottom, left, right) with a constant",
 )
 defop(
@@ -42,6 +45,7 @@ defop(
         lambda x, *, kernel, stride, dilation, out: B.windows2d(x, kernel, stride, dilation, out)
     ),
     saves=(),
+    linear=True,
     doc="sliding windows of the last two axes: (..., kh, kw, oh, ow)",
 )
 defop(
@@ -52,7 +56,7 @@ defop(
     ),
     chapter="kernels",
     impl=lambda B: lambda cols, *, size, stride, dilation: B.col2im2d(cols, size, stride, dilation),
-    saves=(),
+    saves=(), linear=True,
     doc="add windows (..., kh, kw, oh, ow) back into an array of spatial size",
 )  # fmt: skip
 
@@ -60,22 +64,24 @@ defop(
 # -- geometry ------------------------------------------------------------------------------
 def pair(v, name, what):
     """``v`` (an int or a pair of ints) as a pair, checked once for every conv and pool
-    argument: a padding (``what`` "padding", "output_padding") is >= 0, a kernel size,
-    stride or dilation >= 1; anything else is a ValueError naming ``name`` and ``what``."""
-    if isinstance(v, int) and not isinstance(v, bool):
-        v = (v, v)
-    else:
-        try:
-            v = tuple(v)
-        except TypeError:
-            v = (v,)
-        if len(v) != 2 or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
-            raise ValueError(f"{name}: {what} must be an int or a pair of ints, got {v!r}")
+    argument by ``checks.integer``: a padding (``what`` "padding", "output_padding") is
+    >= 0, a kernel size, stride or dilation >= 1. A wrong type is a TypeError, a wrong
+    value (or length) a ValueError, naming ``name`` and ``what``."""
     low = 0 if what.endswith("padding") else 1
-    if min(v) < low:
-        bound = "non-negative" if low == 0 else "positive"
-        raise ValueError(f"{name}: {what} must be {bound}, got {v if v[0] != v[1] else v[0]}")
-    return v
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise ValueError(f"{name}: {what} must be an int or a pair of ints, got {v!r}")
+        return (
+            int(checks.integer(name, what, v[0], low)),
+            int(checks.integer(name, what, v[1], low)),
+        )
+    try:
+        v = int(checks.integer(name, what, v, low))
+    except TypeError:
+        raise TypeError(
+            f"{name}: {what} must be an int or a pair of ints, got {v!r} ({type(v).__name__})"
+        ) from None
+    return (v, v)
 
 
 def out_size(size, kernel, stride, pads, dilation):
@@ -181,6 +187,25 @@ def _conv2d_patches(xp, x, w, b, *, stride, pads, dilation, groups):
     return _patches(xp, x, tuple(w.shape[2:]), stride, pads, dilation, groups)[0]
 
 
+def _conv2d_jvp(xp, ts, p, x, w, b, *, stride, pads, dilation, groups):
+    """conv(tx, W) + conv(x, tW) (one matmul over the saved windows p of x) + tb."""
+    tx, tw, tb = ts
+    r = None
+    if tx is not None:
+        r = _conv2d(xp, tx, w, None, stride=stride, pads=pads, dilation=dilation,
+                    groups=groups)[0]  # fmt: skip
+    if tw is not None:
+        o, n = tw.shape[0], x.shape[0]
+        out = out_size(x.shape[-2:], tuple(tw.shape[2:]), stride, pads, dilation)
+        y = xp.reshape(xp.reshape(tw, (groups, o // groups, -1)) @ p, (o, n, out[0] * out[1]))
+        c = xp.reshape(xp.permute_dims(y, (1, 0, 2)), (n, o) + out)
+        r = c if r is None else r + c
+    if tb is not None:
+        c = xp.reshape(tb, (1, -1, 1, 1))
+        r = c if r is None else r + c
+    return r
+
+
 defop(
     "nn.conv2d",
     vjp=(_conv2d_dx, _conv2d_dw, lambda xp, g, ans, x, w, b, **kw: xp.sum(g, axis=(0, 2, 3))),
@@ -189,6 +214,7 @@ defop(
     residuals=_conv2d_patches,
     chapter=CH,
     impl=lambda B: lambda x, w, b, **kw: _conv2d(B, x, w, b, **kw),
+    jvp=_conv2d_jvp,
     doc="2-D convolution (cross-correlation), NCHW, weight (O, C/groups, kh, kw)",
 )
 
@@ -199,32 +225,50 @@ def _check(name, x, w, groups, in_axis, what):
             f"{name}: input and weight must be 4-D (N, C, H, W) and (O, C/groups, kh, kw), "
             f"got {tuple(x.shape)} and {tuple(w.shape)}"
         )
-    if groups < 1 or x.shape[1] % groups or w.shape[in_axis] * (groups if in_axis else 1) % groups:
+    if x.shape[1] % groups or w.shape[in_axis] * (groups if in_axis else 1) % groups:
         raise ValueError(f"{name}: groups={groups} must divide the channels ({x.shape[1]})")
     expected = w.shape[1] * groups if in_axis == 1 else w.shape[0]
     if x.shape[1] != expected:
         raise ValueError(f"{name}: expected {expected} input channels ({what}), got {x.shape[1]}")
 
 
+def _conv_args(name, kernel_size, stride, padding, dilation, groups):
+    """A convolution's arguments checked once: (kernel, stride, padding, dilation, groups),
+    each a pair but ``padding`` "valid" or "same" and ``groups`` an int >= 1; ``kernel``
+    None when ``kernel_size`` is (the functional form reads it from the weight)."""
+    kernel = None if kernel_size is None else pair(kernel_size, name, "kernel_size")
+    stride, dilation = pair(stride, name, "stride"), pair(dilation, name, "dilation")
+    if isinstance(padding, str):
+        checks.choice(name, "padding", padding, ("valid", "same"))
+        if padding == "same" and stride != (1, 1):
+            raise ValueError(f"{name}: padding='same' needs stride 1, got stride {stride}")
+    else:
+        padding = pair(padding, name, "padding")
+    return kernel, stride, padding, dilation, int(checks.integer(name, "groups", groups, low=1))
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution as torch: ``padding`` an int, a pair, "valid" or "same"."""
-    name = "conv2d"
+    _, stride, padding, dilation, groups = _conv_args("conv2d", None, stride, padding, dilation,
+                                                      groups)  # fmt: skip
+    return _conv2d_call("conv2d", input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv2d_call(name, input, weight, bias, stride, padding, dilation, groups):
+    """``conv2d`` of checked arguments (``_conv_args``): the shapes are checked here."""
     _check(name, input, weight, groups, 1, "weight.shape[1] * groups")
     if weight.shape[0] % groups:
         raise ValueError(
             f"{name}: groups={groups} must divide the output channels ({weight.shape[0]})"
         )
-    stride, dilation = pair(stride, name, "stride"), pair(dilation, name, "dilation")
     kernel = tuple(weight.shape[2:])
     if padding == "valid":
         pads = (0, 0, 0, 0)
     elif padding == "same":
-        if stride != (1, 1):
-            raise ValueError(f"{name}: padding='same' needs stride 1, got {stride}")
         th, tw = (d * (k - 1) for d, k in zip(dilation, kernel))
         pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
     else:
-        ph, pw = pair(padding, name, "padding")
+        ph, pw = padding
         pads = (ph, ph, pw, pw)
     out = out_size(input.shape[-2:], kernel, stride, pads, dilation)
     if min(out) < 1:
@@ -279,13 +323,42 @@ def _conv_transpose2d_rule(xp, g, ans, x, w, b, *, stride, padding, output_paddi
     return dx, dw, db
 
 
+def _conv_transpose2d_jvp(xp, ts, ans, x, w, b, **kw):
+    """convT(tx, W) + convT(x, tW) + tb: bilinear in x and W, linear in b."""
+    tx, tw, tb = ts
+    r = None if tx is None else _conv_transpose2d(xp, tx, w, None, **kw)
+    if tw is not None:
+        c = _conv_transpose2d(xp, x, tw, None, **kw)
+        r = c if r is None else r + c
+    if tb is not None:
+        c = xp.reshape(tb, (1, -1, 1, 1))
+        r = c if r is None else r + c
+    return r
+
+
 defop(
     "nn.conv_transpose2d",
     vjp=_conv_transpose2d_rule,
+    jvp=_conv_transpose2d_jvp,
     chapter=CH,
     impl=lambda B: lambda x, w, b, **kw: _conv_transpose2d(B, x, w, b, **kw),
     doc="transposed 2-D convolution, weight (C_in, C_out/groups, kh, kw)",
 )
+
+
+def _conv_transpose_args(name, kernel_size, stride, padding, output_padding, groups, dilation):
+    """A transposed convolution's arguments checked once: (kernel, stride, padding,
+    output_padding, groups, dilation); ``output_padding`` smaller than stride or dilation."""
+    kernel = None if kernel_size is None else pair(kernel_size, name, "kernel_size")
+    stride, dilation = pair(stride, name, "stride"), pair(dilation, name, "dilation")
+    padding = pair(padding, name, "padding")
+    output_padding = pair(output_padding, name, "output_padding")
+    if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
+        raise ValueError(
+            f"{name}: output_padding {output_padding} must be smaller than stride or dilation"
+        )
+    groups = int(checks.integer(name, "groups", groups, low=1))
+    return kernel, stride, padding, output_padding, groups, dilation
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -294,14 +367,14 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     its input): output size (H - 1) * stride - 2 * padding + dilation * (k - 1)
     + output_padding + 1."""
     name = "conv_transpose2d"
+    args = _conv_transpose_args(name, None, stride, padding, output_padding, groups, dilation)
+    return _conv_transpose2d_call(name, input, weight, bias, *args[1:])
+
+
+def _conv_transpose2d_call(name, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation):  # fmt: skip
+    """``conv_transpose2d`` of checked arguments: the shapes are checked here."""
     _check(name, input, weight, groups, 0, "weight.shape[0]")
-    stride, dilation = pair(stride, name, "stride"), pair(dilation, name, "dilation")
-    padding = pair(padding, name, "padding")
-    output_padding = pair(output_padding, name, "output_padding")
-    if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
-        raise ValueError(
-            f"{name}: output_padding {output_padding} must be smaller than stride or dilation"
-        )
     full = _full_size(input.shape[-2:], tuple(weight.shape[2:]), stride, dilation, output_padding)
     if any(f - 2 * p < 1 for f, p in zip(full, padding)):
         raise ValueError(f"{name}: padding {padding} leaves no output")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from .. import checks
 from ..graph import no_grad
 
 __all__ = [
@@ -36,7 +37,7 @@ def manual_seed(seed):
     import numpy as np
 
     global _generator
-    _generator = np.random.default_rng(seed)
+    _generator = np.random.default_rng(checks.integer("manual_seed", "seed", seed, low=0))
     return _generator
 
 
@@ -50,6 +51,33 @@ def default_generator():
     return _generator
 
 
+def check_generator(owner, generator):
+    """``generator`` if it is None or a NumPy ``Generator`` (a TypeError naming ``owner``
+    otherwise)."""
+    if generator is not None:
+        import numpy as np
+
+        if not isinstance(generator, np.random.Generator):
+            raise TypeError(
+                f"{owner}: generator must be a numpy.random.Generator or None, got "
+                f"{type(generator).__name__}"
+            )
+    return generator
+
+
+def _gen(owner, generator):
+    return check_generator(owner, generator) or default_generator()
+
+
+def _shape(owner, tensor):
+    shape = getattr(tensor, "shape", None)
+    if shape is None or not hasattr(tensor, "__array_namespace__"):
+        raise TypeError(
+            f"{owner}: tensor must be an array or a Tensor, got {type(tensor).__name__}"
+        )
+    return tuple(shape)
+
+
 def _fill(tensor, host):
     """Write host values into ``tensor``'s buffer, on its device and in its dtype."""
     xp = tensor.__array_namespace__()
@@ -58,46 +86,69 @@ def _fill(tensor, host):
     return tensor
 
 
-def _fans(tensor):
+def _fans(owner, tensor):
     """(fan_in, fan_out) of a weight laid out as torch's: (out, in, *kernel)."""
-    if tensor.ndim < 2:
+    if len(_shape(owner, tensor)) < 2:
         raise ValueError(
-            f"init: fan in and fan out need at least 2 dimensions, got shape {tensor.shape}"
+            f"{owner}: fan in and fan out need a tensor of at least 2 dimensions, got shape "
+            f"{tuple(tensor.shape)}"
         )
     receptive = math.prod(tensor.shape[2:])
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
-def calculate_gain(nonlinearity, param=None):
+_NONLINEARITIES = (
+    "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "sigmoid", "tanh", "relu", "leaky_relu", "selu",
+)  # fmt: skip
+
+
+def calculate_gain(nonlinearity, param=None, *, _owner="calculate_gain"):
     """The recommended gain for a nonlinearity (torch's table)."""
-    if nonlinearity in ("linear", "conv2d", "sigmoid", "conv_transpose2d"):
+    checks.choice(_owner, "nonlinearity", nonlinearity, _NONLINEARITIES)
+    if nonlinearity in ("linear", "sigmoid") or nonlinearity.startswith("conv"):
         return 1.0
     if nonlinearity == "tanh":
         return 5.0 / 3
     if nonlinearity == "relu":
         return math.sqrt(2.0)
     if nonlinearity == "leaky_relu":
-        slope = 0.01 if param is None else param
+        slope = 0.01 if param is None else checks.number(_owner, "param", param)
         return math.sqrt(2.0 / (1 + slope**2))
-    if nonlinearity == "selu":
-        return 3.0 / 4
-    raise ValueError(f"calculate_gain: unknown nonlinearity {nonlinearity!r}")
+    return 3.0 / 4  # selu
+
+
+def _uniform(owner, tensor, a, b, generator):
+    shape = _shape(owner, tensor)
+    gen = _gen(owner, generator)
+    return _fill(tensor, gen.uniform(a, b, size=shape))
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    """Fill with values drawn from U(a, b)."""
-    gen = generator or default_generator()
-    return _fill(tensor, gen.uniform(a, b, size=tensor.shape))
+    """Fill with values drawn from U(a, b), a <= b."""
+    checks.number("uniform_", "a", a)
+    checks.number("uniform_", "b", b, low=a)
+    return _uniform("uniform_", tensor, a, b, generator)
+
+
+def _normal(owner, tensor, mean, std, generator):
+    shape = _shape(owner, tensor)
+    gen = _gen(owner, generator)
+    return _fill(tensor, gen.normal(mean, std, size=shape))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    """Fill with values drawn from N(mean, std^2)."""
-    gen = generator or default_generator()
-    return _fill(tensor, gen.normal(mean, std, size=tensor.shape))
+    """Fill with values drawn from N(mean, std^2), std >= 0."""
+    checks.number("normal_", "mean", mean)
+    checks.number("normal_", "std", std, low=0)
+    return _normal("normal_", tensor, mean, std, generator)
 
 
 def constant_(tensor, value):
-    """Fill with ``value``."""
+    """Fill with ``value`` (a number or a bool)."""
+    if not isinstance(value, bool):
+        checks.number("constant_", "value", value)
+    _shape("constant_", tensor)
     xp = tensor.__array_namespace__()
     with no_grad():
         tensor[...] = xp.full(tensor.shape, value, dtype=tensor.dtype, device=tensor.device)
@@ -119,20 +170,31 @@ def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", ge
 
     Torch's default for Linear and Conv2d weights is ``a=sqrt(5)``: b = 1/sqrt(fan_in).
     """
-    fan_in, fan_out = _fans(tensor)
+    name = "kaiming_uniform_"
+    checks.number(name, "a", a)
+    checks.choice(name, "mode", mode, ("fan_in", "fan_out"))
+    gain = calculate_gain(nonlinearity, a, _owner=name)
+    fan_in, fan_out = _fans(name, tensor)
     fan = fan_in if mode == "fan_in" else fan_out
-    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
-    return uniform_(tensor, -bound, bound, generator)
+    if fan == 0:  # nothing to fill (as torch)
+        check_generator(name, generator)
+        return tensor
+    bound = gain * math.sqrt(3.0 / fan)
+    return _uniform(name, tensor, -bound, bound, generator)
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     """Glorot initialization: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out))."""
-    fan_in, fan_out = _fans(tensor)
-    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return uniform_(tensor, -bound, bound, generator)
+    name = "xavier_uniform_"
+    checks.number(name, "gain", gain, low=0)
+    fan_in, fan_out = _fans(name, tensor)
+    bound = gain * math.sqrt(6.0 / max(fan_in + fan_out, 1))
+    return _uniform(name, tensor, -bound, bound, generator)
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
     """Glorot initialization: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
-    fan_in, fan_out = _fans(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+    name = "xavier_normal_"
+    checks.number(name, "gain", gain, low=0)
+    fan_in, fan_out = _fans(name, tensor)
+    return _normal(name, tensor, 0.0, gain * math.sqrt(2.0 / max(fan_in + fan_out, 1)), generator)

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import math
 
-from . import functional as F
+from .. import checks
+from ..namespace import recorder_of
 from . import init
-from .conv import pair
+from .activations import _check_softplus
+from .conv import _conv2d_call, _conv_args, _conv_transpose2d_call, _conv_transpose_args
+from .linear import linear
 from .module import Module, _dtype_in, default_namespace
+from .normalization import _dropout, _embedding_checked, _layer_norm_checked
+from .pooling import _avg_pool2d, _max_pool2d, _pool_args
 
 __all__ = [
     "Identity",
@@ -38,20 +43,27 @@ __all__ = [
 ]
 
 
-def factory(xp, dtype, device):
-    """(namespace, dtype, device) a layer creates its parameters with."""
-    xp = default_namespace(xp)
-    return xp, (xp.float32 if dtype is None else _dtype_in(xp, dtype)), device
+def factory(xp, dtype, device, owner="Module", generator=None):
+    """(namespace, dtype, device) a layer creates its parameters with; ``xp``, ``dtype``
+    and ``generator`` checked, errors naming ``owner``."""
+    xp = default_namespace(xp, owner)
+    init.check_generator(owner, generator)
+    return xp, (xp.float32 if dtype is None else _dtype_in(xp, dtype, owner)), device
 
 
 def sizes(name, positive=(), **counts):
-    """Check a layer's sizes once, at construction: each a non-negative int (those named
-    in ``positive``: at least 1); a ValueError names the layer and the argument."""
+    """Check a layer's sizes once, at construction: each an int (a TypeError otherwise)
+    >= 0, those named in ``positive`` >= 1 (a ValueError otherwise), naming the layer and
+    the argument."""
     for what, v in counts.items():
-        low = 1 if what in positive else 0
-        if not isinstance(v, int) or isinstance(v, bool) or v < low:
-            kind = "a positive int" if low else "a non-negative int"
-            raise ValueError(f"{name}: {what} must be {kind}, got {v!r}")
+        checks.integer(name, what, v, low=1 if what in positive else 0)
+
+
+def flags(name, **values):
+    """Check a layer's bool options once, at construction (a TypeError naming the layer
+    and the argument)."""
+    for what, v in values.items():
+        checks.flag(name, what, v)
 
 
 def parameter(xp, shape, dtype, device):
@@ -81,7 +93,8 @@ class Linear(Module):
                  device=None, generator=None):  # fmt: skip
         super().__init__()
         sizes("Linear", in_features=in_features, out_features=out_features)
-        xp, dtype, device = factory(xp, dtype, device)
+        flags("Linear", bias=bias)
+        xp, dtype, device = factory(xp, dtype, device, "Linear", generator)
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         shape = (out_features, in_features)
@@ -98,7 +111,7 @@ class Linear(Module):
                 f"Linear: expected input with last axis {self.in_features}, got shape "
                 f"{tuple(x.shape)}"
             )
-        return F.linear(x, self.weight, self.bias)
+        return linear(x, self.weight, self.bias)
 
     def extra_repr(self):
         return (
@@ -111,12 +124,13 @@ class _ConvNd(Module):
     def _setup(self, in_channels, out_channels, kernel_size, groups, bias, wshape, fan_in,
                xp, dtype, device, generator):  # fmt: skip
         name = type(self).__name__
+        flags(name, bias=bias)
         if in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"{name}: groups={groups} must divide in_channels={in_channels} and "
                 f"out_channels={out_channels}"
             )
-        xp, dtype, device = factory(xp, dtype, device)
+        xp, dtype, device = factory(xp, dtype, device, name, generator)
         bound = 1.0 / math.sqrt(fan_in)
         self.weight = uniform_parameter(xp, wshape, bound, dtype, device, generator)
         self.bias = (
@@ -150,22 +164,21 @@ class Conv2d(_ConvNd):
                  dilation=1, groups=1, bias=True, *, xp=None, dtype=None, device=None,
                  generator=None):  # fmt: skip
         super().__init__()
-        sizes("Conv2d", ("groups",), in_channels=in_channels, out_channels=out_channels,
-              groups=groups)  # fmt: skip
-        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = pair(kernel_size, "Conv2d", "kernel_size")
-        self.stride = pair(stride, "Conv2d", "stride")
-        self.padding = padding if isinstance(padding, str) else pair(padding, "Conv2d", "padding")
-        self.dilation = pair(dilation, "Conv2d", "dilation")
+        name = "Conv2d"
+        sizes(name, in_channels=in_channels, out_channels=out_channels)
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding, self.dilation, self.groups = _conv_args(
+            name, kernel_size, stride, padding, dilation, groups
+        )
         kh, kw = self.kernel_size
-        wshape = (out_channels, in_channels // max(groups, 1), kh, kw)
-        fan_in = in_channels // max(groups, 1) * kh * kw
+        wshape = (out_channels, in_channels // groups, kh, kw)
+        fan_in = in_channels // groups * kh * kw
         self._setup(in_channels, out_channels, self.kernel_size, groups, bias, wshape, fan_in,
                     xp, dtype, device, generator)  # fmt: skip
 
     def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)  # fmt: skip
+        return _conv2d_call("conv2d", x, self.weight, self.bias, self.stride, self.padding,
+                       self.dilation, self.groups)  # fmt: skip
 
 
 class ConvTranspose2d(_ConvNd):
@@ -176,23 +189,22 @@ class ConvTranspose2d(_ConvNd):
                  device=None, generator=None):  # fmt: skip
         super().__init__()
         name = "ConvTranspose2d"
-        sizes(name, ("groups",), in_channels=in_channels, out_channels=out_channels, groups=groups)
-        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = pair(kernel_size, name, "kernel_size")
-        self.stride = pair(stride, name, "stride")
-        self.padding = pair(padding, name, "padding")
-        self.output_padding = pair(output_padding, name, "output_padding")
-        self.dilation = pair(dilation, name, "dilation")
+        sizes(name, in_channels=in_channels, out_channels=out_channels)
+        self.in_channels, self.out_channels = in_channels, out_channels
+        (self.kernel_size, self.stride, self.padding, self.output_padding, self.groups,
+         self.dilation) = _conv_transpose_args(name, kernel_size, stride, padding, output_padding,
+                                               groups, dilation)  # fmt: skip
         kh, kw = self.kernel_size
-        wshape = (in_channels, out_channels // max(groups, 1), kh, kw)
+        wshape = (in_channels, out_channels // groups, kh, kw)
         # torch computes the fan from weight.shape[1]: out/groups * kh * kw
-        fan_in = out_channels // max(groups, 1) * kh * kw
+        fan_in = out_channels // groups * kh * kw
         self._setup(in_channels, out_channels, self.kernel_size, groups, bias, wshape, fan_in,
                     xp, dtype, device, generator)  # fmt: skip
 
     def forward(self, x):
-        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, self.groups, self.dilation)  # fmt: skip
+        return _conv_transpose2d_call("conv_transpose2d", x, self.weight, self.bias, self.stride,
+                                      self.padding, self.output_padding, self.groups,
+                                      self.dilation)  # fmt: skip
 
 
 class MaxPool2d(Module):
@@ -200,12 +212,12 @@ class MaxPool2d(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
         super().__init__()
+        self._args = _pool_args("MaxPool2d", kernel_size, stride, padding, dilation, ceil_mode)
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.dilation, self.ceil_mode = dilation, ceil_mode
 
     def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)  # fmt: skip
+        return _max_pool2d("max_pool2d", x, self._args)
 
     def extra_repr(self):
         stride = self.kernel_size if self.stride is None else self.stride
@@ -221,12 +233,13 @@ class AvgPool2d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):  # fmt: skip
         super().__init__()
+        self._args = _pool_args("AvgPool2d", kernel_size, stride, padding, 1, ceil_mode)
+        checks.flag("AvgPool2d", "count_include_pad", count_include_pad)
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)  # fmt: skip
+        return _avg_pool2d("avg_pool2d", x, self._args, self.count_include_pad)
 
     def extra_repr(self):
         stride = self.kernel_size if self.stride is None else self.stride
@@ -238,12 +251,25 @@ class Flatten(Module):
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
+        checks.integer("Flatten", "start_dim", start_dim)
+        checks.integer("Flatten", "end_dim", end_dim)
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x):
         xp = x.__array_namespace__()
         n = x.ndim
-        s, e = self.start_dim % n, self.end_dim % n
+        m = max(n, 1)  # a 0-d input has one axis to name, as in torch
+        if not (-m <= self.start_dim < m and -m <= self.end_dim < m):
+            for what, d in (("start_dim", self.start_dim), ("end_dim", self.end_dim)):
+                checks.integer("Flatten", what, d, -m, m - 1)
+        s, e = self.start_dim % m, self.end_dim % m
+        if s > e:
+            raise ValueError(
+                f"Flatten: start_dim={self.start_dim} comes after end_dim={self.end_dim} for an "
+                f"input of {n} axes"
+            )
+        if n == 0:
+            return xp.reshape(x, (1,))
         shape = x.shape[:s] + (math.prod(x.shape[s : e + 1]),) + x.shape[e + 1 :]
         return xp.reshape(x, shape)
 
@@ -255,7 +281,7 @@ class ReLU(Module):
     """max(x, 0)."""
 
     def forward(self, x):
-        return F.relu(x)
+        return recorder_of(x).xp.nn.relu(x)
 
 
 class GELU(Module):
@@ -263,10 +289,10 @@ class GELU(Module):
 
     def __init__(self, approximate="none"):
         super().__init__()
-        self.approximate = approximate
+        self.approximate = checks.choice("GELU", "approximate", approximate, ("none", "tanh"))
 
     def forward(self, x):
-        return F.gelu(x, self.approximate)
+        return recorder_of(x).xp.nn.gelu(x, approximate=self.approximate)
 
     def extra_repr(self):
         return f"approximate={self.approximate!r}"
@@ -276,14 +302,14 @@ class SiLU(Module):
     """x * sigmoid(x)."""
 
     def forward(self, x):
-        return F.silu(x)
+        return recorder_of(x).xp.nn.silu(x)
 
 
 class Sigmoid(Module):
     """1 / (1 + exp(-x))."""
 
     def forward(self, x):
-        return F.sigmoid(x)
+        return recorder_of(x).xp.nn.sigmoid(x)
 
 
 class Tanh(Module):
@@ -298,10 +324,11 @@ class Softplus(Module):
 
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
+        _check_softplus("Softplus", beta, threshold)
         self.beta, self.threshold = beta, threshold
 
     def forward(self, x):
-        return F.softplus(x, self.beta, self.threshold)
+        return recorder_of(x).xp.nn.softplus(x, beta=self.beta, threshold=self.threshold)
 
     def extra_repr(self):
         return f"beta={self.beta}, threshold={self.threshold}"
@@ -312,10 +339,10 @@ class Softmax(Module):
 
     def __init__(self, axis=-1):
         super().__init__()
-        self.axis = axis
+        self.axis = None if axis is None else int(checks.integer(type(self).__name__, "axis", axis))
 
     def forward(self, x):
-        return F.softmax(x, self.axis)
+        return recorder_of(x).xp.nn.softmax(x, axis=self.axis)
 
     def extra_repr(self):
         return f"axis={self.axis}"
@@ -325,7 +352,7 @@ class LogSoftmax(Softmax):
     """log_softmax along ``axis``."""
 
     def forward(self, x):
-        return F.log_softmax(x, self.axis)
+        return recorder_of(x).xp.nn.log_softmax(x, axis=self.axis)
 
 
 class Embedding(Module):
@@ -338,15 +365,12 @@ class Embedding(Module):
                  dtype=None, device=None, generator=None):  # fmt: skip
         super().__init__()
         sizes("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
-        xp, dtype, device = factory(xp, dtype, device)
+        xp, dtype, device = factory(xp, dtype, device, "Embedding", generator)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(
-                    f"Embedding: padding_idx={padding_idx} is out of range for "
-                    f"{num_embeddings} embeddings"
-                )
-            padding_idx %= num_embeddings
+            checks.integer("Embedding", "padding_idx", padding_idx, -num_embeddings,
+                           num_embeddings - 1)  # fmt: skip
+            padding_idx = int(padding_idx) % num_embeddings
         self.padding_idx = padding_idx
         w = init.normal_(parameter(xp, (num_embeddings, embedding_dim), dtype, device),
                          generator=generator)  # fmt: skip
@@ -358,7 +382,7 @@ class Embedding(Module):
         self.weight = w
 
     def forward(self, indices):
-        return F.embedding(indices, self.weight, self.padding_idx)
+        return _embedding_checked(indices, self.weight, self.padding_idx)
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -371,10 +395,16 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, *,
                  xp=None, dtype=None, device=None):  # fmt: skip
         super().__init__()
-        xp, dtype, device = factory(xp, dtype, device)
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        name = "LayerNorm"
+        normalized_shape = tuple(
+            int(n) for n in checks.integers(name, "normalized_shape", normalized_shape, low=0)
+        )
+        if not normalized_shape:
+            raise ValueError(f"{name}: normalized_shape must hold at least one size, got ()")
+        checks.number(name, "eps", eps, low=0)
+        flags(name, elementwise_affine=elementwise_affine, bias=bias)
+        xp, dtype, device = factory(xp, dtype, device, name)
+        self.normalized_shape, self.eps = normalized_shape, float(eps)
         self.elementwise_affine = elementwise_affine
         shape = self.normalized_shape
         self.weight = (
@@ -389,7 +419,7 @@ class LayerNorm(Module):
         )
 
     def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return _layer_norm_checked(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return (
@@ -403,15 +433,14 @@ class Dropout(Module):
 
     def __init__(self, p=0.5, *, generator=None):
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
-        self.p, self.generator = p, generator
+        checks.number("Dropout", "p", p, 0.0, 1.0)
+        self.p, self.generator = p, init.check_generator("Dropout", generator)
 
     def forward(self, x):
         if not self.training or self.p == 0.0:
             return x
         gen = self.generator or init.default_generator()
-        return F.dropout(x, self.p, True, seed=int(gen.integers(2**63 - 1)))
+        return _dropout(x, self.p, int(gen.integers(2**63 - 1)))
 
     def extra_repr(self):
         return f"p={self.p}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from .. import checks
 from ..namespace import recorder_of
 from ..registry import defop
 from ..tensor import Tensor
@@ -148,14 +149,11 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
     Out-of-range targets raise ``IndexError`` on CPU backends; on GPU backends they
     are not checked (no device-to-host read), as torch's CUDA kernels assert
     asynchronously; CuPy wraps them around, as in its integer indexing."""
+    ignore_index = int(checks.integer("cross_entropy", "ignore_index", ignore_index))
+    checks.choice("cross_entropy", "reduction", reduction, _REDUCTIONS)
+    checks.number("cross_entropy", "label_smoothing", label_smoothing, 0.0, 1.0)
     rec = recorder_of(input, target)
     xp = rec.namespace
-    if reduction not in _REDUCTIONS:
-        raise ValueError(
-            f"cross_entropy: reduction must be one of {_REDUCTIONS}, not {reduction!r}"
-        )
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     if input.ndim < 2:
         raise ValueError(f"cross_entropy: input must be (N, C, ...), got shape {input.shape}")
     if not isinstance(target, Tensor):
@@ -191,9 +189,17 @@ def _mse_rule(xp, g, ans, input, target, *, reduction):
     return gd, -gd
 
 
+def _mse_jvp(xp, ts, ans, input, target, *, reduction):
+    """The reduction of 2 (input - target) (t_input - t_target)."""
+    ti, tt = ts
+    dt = ti if tt is None else (-tt if ti is None else ti - tt)
+    return _reduce(xp, 2 * (input - target) * dt, reduction)
+
+
 defop(
     "nn.mse_loss",
     vjp=_mse_rule,
+    jvp=_mse_jvp,
     chapter=CH,
     impl=lambda B: lambda input, target, *, reduction: _reduce(B, (input - target) ** 2, reduction),
     doc="mean (or sum) of (input - target)^2",
@@ -202,8 +208,7 @@ defop(
 
 def mse_loss(input, target, reduction="mean"):
     """(input - target)^2, reduced by 'mean' (default), 'sum' or 'none'."""
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"mse_loss: reduction must be one of {_REDUCTIONS}, not {reduction!r}")
+    checks.choice("mse_loss", "reduction", reduction, _REDUCTIONS)
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(
             f"mse_loss: input shape {tuple(input.shape)} != target {tuple(target.shape)}"
@@ -212,6 +217,11 @@ def mse_loss(input, target, reduction="mean"):
 
 
 # -- binary cross-entropy with logits ---------------------------------------------
+def _broadcasts(shape, to):
+    """Whether an array of ``shape`` broadcasts to ``to`` without growing it."""
+    return len(shape) <= len(to) and all(n in (1, m) for n, m in zip(reversed(shape), reversed(to)))
+
+
 def _bce_elements(xp, x, y, weight, pos_weight):
     """(1 - y) x + (1 + (p - 1) y) softplus(-x), times weight (torch's stable form)."""
     sp = _log1p_exp(xp, -x)
@@ -252,16 +262,21 @@ defop(
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     """-[p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] * weight, p = ``pos_weight``
     (broadcast over the last axis as torch), reduced by 'mean', 'sum' or 'none'."""
-    if reduction not in _REDUCTIONS:
-        raise ValueError(
-            f"binary_cross_entropy_with_logits: reduction must be one of {_REDUCTIONS}, "
-            f"not {reduction!r}"
-        )
-    if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(
-            f"binary_cross_entropy_with_logits: input shape {tuple(input.shape)} != target "
-            f"{tuple(target.shape)}"
-        )
+    name = "binary_cross_entropy_with_logits"
+    checks.choice(name, "reduction", reduction, _REDUCTIONS)
+    shape = tuple(input.shape)
+    if shape != tuple(target.shape):
+        raise ValueError(f"{name}: input shape {shape} != target {tuple(target.shape)}")
+    for label, a in (("weight", weight), ("pos_weight", pos_weight)):
+        if a is not None:
+            s = getattr(a, "shape", None)
+            if s is None:
+                raise TypeError(f"{name}: {label} must be an array or None, got {type(a).__name__}")
+            if not _broadcasts(tuple(s), shape):
+                raise ValueError(
+                    f"{name}: {label} has shape {tuple(s)}, which doesn't broadcast to the "
+                    f"input's {shape}"
+                )
     rec = recorder_of(input, target, weight, pos_weight)
     return rec.xp.nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight,
                                                       reduction=reduction)  # fmt: skip

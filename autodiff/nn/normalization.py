@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+
+from .. import checks
 from ..namespace import recorder_of
 from ..registry import defop
 from ._dtypes import dtype_facts
@@ -50,8 +53,17 @@ defop(
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the trailing ``normalized_shape`` axes (biased variance, as
-    torch), then scale by ``weight`` and shift by ``bias`` (both of that shape)."""
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    torch), then scale by ``weight`` and shift by ``bias`` (both of that shape); ``eps``
+    >= 0."""
+    shape = checks.integers("layer_norm", "normalized_shape", normalized_shape, low=0)
+    shape = tuple(int(n) for n in shape)
+    checks.number("layer_norm", "eps", eps, low=0)
+    return _layer_norm_checked(input, shape, weight, bias, float(eps))
+
+
+def _layer_norm_checked(input, shape, weight, bias, eps):
+    """``layer_norm`` of checked arguments (a tuple of ints, a float): the shapes are
+    checked here."""
     k = len(shape)
     if k == 0 or tuple(input.shape[input.ndim - k :]) != shape:
         raise ValueError(
@@ -61,9 +73,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and tuple(p.shape) != shape:
             raise ValueError(f"layer_norm: {name} has shape {tuple(p.shape)}, expected {shape}")
-    return recorder_of(input, weight, bias).xp.nn.layer_norm(
-        input, weight, bias, k=k, eps=float(eps)
-    )
+    return recorder_of(input, weight, bias).xp.nn.layer_norm(input, weight, bias, k=k, eps=eps)
 
 
 # -- embedding ----------------------------------------------------------------------
@@ -83,6 +93,15 @@ def _embedding_rule(xp, g, ans, weight, indices, *, padding_idx):
     return xp.index_add(z, idx, rows, axis=0)
 
 
+def _embedding_jvp(xp, ts, ans, weight, indices, *, padding_idx):
+    """The tangent's rows at the indices; none at the padding row (it gets no gradient)."""
+    rows = _embedding(xp, ts[0], indices)
+    if padding_idx is None:
+        return rows
+    keep = xp.expand_dims(indices != padding_idx, axis=-1)
+    return xp.where(keep, rows, xp.zeros_like(rows))
+
+
 defop(
     "nn.embedding",
     _embedding_rule,
@@ -90,6 +109,7 @@ defop(
     chapter=CH,
     impl=lambda B: lambda weight, indices, *, padding_idx: _embedding(B, weight, indices),
     saves=(1,),
+    jvp=_embedding_jvp,
     doc="rows of weight at integer indices; duplicates accumulate in the gradient",
 )
 
@@ -101,6 +121,13 @@ def embedding(input, weight, padding_idx=None):
     Out-of-range indices raise ``IndexError`` on CPU backends; on GPU backends they
     are not checked (no device-to-host read), as torch's CUDA kernels assert
     asynchronously; CuPy wraps them around, as in its integer indexing."""
+    if padding_idx is not None:
+        padding_idx = int(checks.integer("embedding", "padding_idx", padding_idx))
+    return _embedding_checked(input, weight, padding_idx)
+
+
+def _embedding_checked(input, weight, padding_idx):
+    """``embedding`` with ``padding_idx`` None or an int: the rest is checked here."""
     rec = recorder_of(weight, input)
     xp = rec.namespace
     if weight.ndim != 2:
@@ -131,6 +158,7 @@ defop(
     chapter=CH,
     impl=lambda B: lambda x, scale: x * scale,
     saves=(1,),
+    linear=True,  # the saved mask times the tangent
     doc="x times a saved mask of 0 and 1 / (1 - p)",
 )
 
@@ -145,13 +173,37 @@ def dropout(input, p=0.5, training=True, seed=None):
     (never back), or on the device by CuPy's generator (the same seed then gives
     another mask than on NumPy).
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    checks.number("dropout", "p", p, 0.0, 1.0)
+    checks.flag("dropout", "training", training)
+    if seed is not None:
+        seed = int(checks.integer("dropout", "seed", seed, low=0))
     if not training or p == 0.0:
         return input
+    return _dropout(input, p, seed)
+
+
+class _Masks(threading.local):
+    """Where this thread's dropout masks come from: the backend's ``bernoulli``, or, while
+    a checkpointed function runs (autodiff/checkpoint.py), ``draw(B, shape, keep, seed)``,
+    which logs each mask's seed in its forward and draws the same mask again when it is
+    recomputed."""
+
+    draw = None
+
+
+masks = _Masks()
+
+
+def _dropout(input, p, seed):
+    """``dropout`` while training, of checked arguments (0 < p <= 1, seed None or an int)."""
     rec = recorder_of(input)
     xp = rec.namespace
-    keep = rec.backend.bernoulli(tuple(input.shape), 1.0 - p, seed)
+    draw = masks.draw
+    shape = tuple(input.shape)
+    if draw is None:
+        keep = rec.backend.bernoulli(shape, 1.0 - p, seed)
+    else:
+        keep = draw(rec.backend, shape, 1.0 - p, seed)
     scale = xp.asarray(keep, dtype=input.dtype, device=input.device)
     if p < 1.0:
         scale = scale * (1.0 / (1.0 - p))

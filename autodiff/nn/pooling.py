@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .. import checks
 from ..namespace import recorder_of
 from ..registry import defop
 from .conv import pair
@@ -13,16 +14,24 @@ __all__ = ["max_pool2d", "avg_pool2d"]
 CH = "nn.pooling"
 
 
-def _geometry(name, x, kernel_size, stride, padding, dilation, ceil_mode):
-    """kernel, stride, dilation, (top, bottom, left, right) pads and output size, as torch
-    (ceil_mode adds windows that start inside the input or its left padding)."""
-    if x.ndim != 4:
-        raise ValueError(f"{name}: input must be 4-D (N, C, H, W), got {tuple(x.shape)}")
+def _pool_args(name, kernel_size, stride, padding, dilation, ceil_mode):
+    """A pooling's arguments checked once: (kernel, stride, padding, dilation, ceil_mode),
+    pairs (stride defaults to the kernel) and a bool; padding at most half the kernel."""
     kernel = pair(kernel_size, name, "kernel_size")
     stride = kernel if stride is None else pair(stride, name, "stride")
     padding, dilation = pair(padding, name, "padding"), pair(dilation, name, "dilation")
     if any(p > k // 2 for p, k in zip(padding, kernel)):
         raise ValueError(f"{name}: padding {padding} must be at most half the kernel {kernel}")
+    return kernel, stride, padding, dilation, checks.flag(name, "ceil_mode", ceil_mode)
+
+
+def _geometry(name, x, args):
+    """kernel, stride, dilation, (top, bottom, left, right) pads and output size, as torch
+    (ceil_mode adds windows that start inside the input or its left padding), of checked
+    arguments (``_pool_args``)."""
+    if x.ndim != 4:
+        raise ValueError(f"{name}: input must be 4-D (N, C, H, W), got {tuple(x.shape)}")
+    kernel, stride, padding, dilation, ceil_mode = args
     out, extra = [], []
     for n, k, s, p, d in zip(x.shape[-2:], kernel, stride, padding, dilation):
         span = n + 2 * p - d * (k - 1) - 1
@@ -137,9 +146,14 @@ defop(
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Max over sliding 2-D windows, as torch (padding counts as -inf; ``ceil_mode``);
     among equal maxima the first in the window gets the gradient."""
-    kernel, stride, dilation, pads, out, _ = _geometry(
-        "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode
-    )
+    name = "max_pool2d"
+    return _max_pool2d(name, input, _pool_args(name, kernel_size, stride, padding, dilation,
+                                                ceil_mode))  # fmt: skip
+
+
+def _max_pool2d(name, input, args):
+    """``max_pool2d`` of checked arguments (``_pool_args``)."""
+    kernel, stride, dilation, pads, out, _ = _geometry(name, input, args)
     nn = recorder_of(input).xp.nn
     return nn.max_pool2d(input, kernel=kernel, stride=stride, dilation=dilation, pads=pads,
                          out=out)  # fmt: skip
@@ -182,6 +196,7 @@ defop(
     chapter=CH,
     impl=lambda B: lambda x, **kw: _avg_pool(B, x, **kw),
     saves=(),
+    linear=True,
     doc="mean over 2-D windows (by default the full window, padding included)",
 )
 
@@ -190,9 +205,15 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):  # fmt: skip
     """Mean over sliding 2-D windows, as torch: zero padding counted in the divisor
     unless ``count_include_pad=False``; ``ceil_mode`` windows are clipped."""
-    kernel, stride, _, pads, out, padding = _geometry(
-        "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode
-    )
+    name = "avg_pool2d"
+    args = _pool_args(name, kernel_size, stride, padding, 1, ceil_mode)
+    return _avg_pool2d(name, input, args, checks.flag(name, "count_include_pad",
+                                                      count_include_pad))  # fmt: skip
+
+
+def _avg_pool2d(name, input, args, count_include_pad):
+    """``avg_pool2d`` of checked arguments (``_pool_args``, a bool)."""
+    kernel, stride, _, pads, out, padding = _geometry(name, input, args)
     geometry = {"kernel": kernel, "stride": stride, "pads": pads, "out": out, "padding": padding}
     return recorder_of(input).xp.nn.avg_pool2d(
         input, count_include_pad=count_include_pad, **geometry

@@ -302,6 +302,10 @@ defop(
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One LSTM step (torch's formula): ``hx = (h, c)``, weights (4H, in) and (4H, H);
     returns ``(h_next, c_next)``."""
+    if not isinstance(hx, (tuple, list)):
+        raise TypeError(f"lstm_cell: hx must be a pair (h, c), got {type(hx).__name__}")
+    if len(hx) != 2:
+        raise ValueError(f"lstm_cell: hx must be a pair (h, c), got {len(hx)} arrays")
     h, c = hx
     _check_cell("lstm_cell", input, h, w_ih, w_hh, b_ih, b_hh, 4)
     if tuple(c.shape) != tuple(h.shape):

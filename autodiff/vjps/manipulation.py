@@ -1,4 +1,5 @@
-"""Manipulation functions: shapes, axes, joining and splitting."""
+"""Manipulation functions: shapes, axes, joining and splitting. All are linear in their
+arrays (``linear=True``): forward mode applies the op itself to the tangents."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def _tile(xp, g, ans, x, repetitions):
 
 
 def _repeat(xp, g, ans, x, repeats, *, axis=None):
-    if axis is None:
+    if axis is None or x.ndim == 0:  # NumPy and array-api-strict repeat a 0-d one as 1-D
         flat_shape = (math.prod(x.shape),)
         axis_ = 0
     else:
@@ -92,20 +93,22 @@ def _varargs(name):
     return lambda B: lambda *arrays, **kw: getattr(B, name)(list(arrays), **kw)
 
 
-defop("reshape", _same_shape, chapter="manipulation", saves=(), view=True)
-defop("expand_dims", _same_shape, chapter="manipulation", saves=(), view=True)
-defop("squeeze", _same_shape, chapter="manipulation", saves=(), view=True)
-defop("permute_dims", _permute_dims, chapter="manipulation", saves=(), view=True)
-defop("flip", _flip, chapter="manipulation", saves=(), view=True)
-defop("roll", _roll, chapter="manipulation", saves=())
-defop("moveaxis", _moveaxis, chapter="manipulation", saves=(), view=True)
-defop("broadcast_to", _pass, chapter="manipulation", saves=(), view=True)
+_LINEAR = {"chapter": "manipulation", "saves": (), "linear": True}
+defop("reshape", _same_shape, view=True, **_LINEAR)
+defop("expand_dims", _same_shape, view=True, **_LINEAR)
+defop("squeeze", _same_shape, view=True, **_LINEAR)
+defop("permute_dims", _permute_dims, view=True, **_LINEAR)
+defop("flip", _flip, view=True, **_LINEAR)
+defop("roll", _roll, **_LINEAR)
+defop("moveaxis", _moveaxis, view=True, **_LINEAR)
+defop("broadcast_to", _pass, view=True, **_LINEAR)
 defop(
     "broadcast_arrays",
     vjp=_broadcast_arrays,
     chapter="manipulation",
     impl=lambda B: lambda *arrays: B.broadcast_arrays(*arrays),
     saves=(),
+    linear=True,
 )
 defop(
     "concat",
@@ -114,6 +117,7 @@ defop(
     impl=_varargs("concat"),
     public=lambda f, rec: lambda arrays, /, *, axis=0: f(*arrays, axis=axis),
     saves=(),
+    linear=True,
 )
 defop(
     "stack",
@@ -122,8 +126,9 @@ defop(
     impl=_varargs("stack"),
     public=lambda f, rec: lambda arrays, /, *, axis=0: f(*arrays, axis=axis),
     saves=(),
+    linear=True,
 )
-defop("unstack", vjp=_unstack, chapter="manipulation", saves=(), view=True)
-defop("tile", _tile, chapter="manipulation", saves=())
-defop("repeat", _repeat, chapter="manipulation", saves=(1,))
+defop("unstack", vjp=_unstack, view=True, **_LINEAR)
+defop("tile", _tile, **_LINEAR)
+defop("repeat", _repeat, chapter="manipulation", saves=(1,), linear=True)
 nondiff("manipulation", "broadcast_shapes")

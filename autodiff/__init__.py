@@ -32,19 +32,25 @@ _mount_backends()
 # vjps (the standard's ops) and nn.functional (the extension ops) fill the registry,
 # which imports neither.
 from . import nn, optim, registry, vjps  # noqa: E402, F401
+from .checkpoint import checkpoint  # noqa: E402
 from .graph import detect_anomaly, enable_grad, is_grad_enabled, no_grad  # noqa: E402
 from .io import load, save  # noqa: E402
 from .namespace import Autodiff  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .transforms import (  # noqa: E402
+    custom_jvp,
     custom_vjp,
     grad,
     hessian,
+    hvp,
+    jacfwd,
     jacobian,
     jvp,
     value_and_grad,
     vjp,
+    vmap,
 )
+from .transforms import jacobian as jacrev  # noqa: E402  (reverse mode, JAX's name)
 from .viz import draw_graph, to_dot  # noqa: E402
 
 __all__ = [
@@ -59,8 +65,14 @@ __all__ = [
     "vjp",
     "jvp",
     "jacobian",
+    "jacrev",
+    "jacfwd",
+    "hvp",
     "hessian",
     "custom_vjp",
+    "custom_jvp",
+    "vmap",
+    "checkpoint",
     "registry",
     "nn",
     "optim",

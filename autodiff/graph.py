@@ -47,6 +47,11 @@ __all__ = [
     "is_saved",
     "add_op_name",
     "detect_anomaly",
+    "Recompute",
+    "RemovableHandle",
+    "register_hook",
+    "retain_grad",
+    "retains_grad",
 ]
 
 
@@ -220,8 +225,10 @@ class Node:
     node has been used and freed.
     """
 
+    # ``hooks`` ({output index: Hooks}) is unset until a tensor hook is registered on an
+    # output: nodes are made without __init__ on the hot paths (see namespace.py).
     __slots__ = ("op", "args", "kwargs", "ans", "edges", "versions", "seq", "where",
-                 "__weakref__")  # fmt: skip
+                 "hooks", "__weakref__")  # fmt: skip
     outs = None  # multi-output nodes (MultiNode): ((shape, dtype), ...) of the outputs
 
     def __init__(self, op, args, kwargs, ans, edges, versions):
@@ -434,6 +441,123 @@ def bump(t):
         t = t._base[0] if t._base is not None else None
 
 
+# -- hooks -------------------------------------------------------------------------------
+class RemovableHandle:
+    """What ``register_hook`` and the module hooks return: ``remove()`` unregisters the
+    hook (again: nothing); a context manager that removes it on exit, as torch's."""
+
+    __slots__ = ("id", "_table")
+    _ids = count().__next__
+
+    def __init__(self, table, fn):
+        self.id = RemovableHandle._ids()
+        table[self.id] = fn
+        self._table = weakref.ref(table)  # the handle does not keep the hooks alive
+
+    def remove(self):
+        table = self._table()
+        if table is not None:
+            table.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+    def __repr__(self):
+        return f"<RemovableHandle {self.id}>"
+
+
+class Hooks:
+    """The hooks of one tensor: ``fns`` ({handle id: fn}, in registration order) and, for
+    a computed tensor after ``retain_grad()``, ``retain``: a weak reference to it."""
+
+    __slots__ = ("fns", "retain")
+
+    def __init__(self):
+        from collections import OrderedDict  # weak-referenceable, unlike dict
+
+        self.fns = OrderedDict()
+        self.retain = None
+
+
+# Nodes with tensor hooks: while there is none, a pass tests one local per node.
+hooked_nodes = weakref.WeakSet()
+
+
+def _hooks_of(t, make):
+    """The Hooks of tensor ``t`` (on the leaf itself, or on its node by output index);
+    made if ``make``, else None when it has none."""
+    node = t._node
+    if node is None:
+        h = getattr(t, "_hooks", None)
+        if h is None and make:
+            h = t._hooks = Hooks()
+        return h
+    table = getattr(node, "hooks", None)
+    if table is None:
+        if not make:
+            return None
+        table = node.hooks = {}
+        with _lock:
+            hooked_nodes.add(node)
+    h = table.get(t._index)
+    if h is None and make:
+        h = table[t._index] = Hooks()
+    return h
+
+
+def register_hook(t, fn):
+    """``t.register_hook(fn)``; see Tensor.register_hook."""
+    checks.function("register_hook", "hook", fn)
+    if not t._rg:
+        raise RuntimeError(
+            "register_hook: the tensor does not require grad, so no gradient will reach "
+            "the hook (make it a leaf with requires_grad=True, or compute it from one)"
+        )
+    return RemovableHandle(_hooks_of(t, True).fns, fn)
+
+
+def retain_grad(t):
+    """``t.retain_grad()``; see Tensor.retain_grad."""
+    if not t._rg:
+        raise RuntimeError(
+            "retain_grad: the tensor does not require grad, so it gets no gradient to keep"
+        )
+    if t._node is not None:  # a leaf keeps its gradient anyway
+        _hooks_of(t, True).retain = weakref.ref(t)
+
+
+def retains_grad(t):
+    """Whether ``retain_grad()`` was called on the computed tensor ``t``."""
+    if t._node is None:
+        return False
+    h = _hooks_of(t, False)
+    return h is not None and h.retain is not None and h.retain() is t
+
+
+def _replacement(rec, r, like, fn):
+    """The gradient a hook returned, checked against the one it got (``like``)."""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    if not isinstance(r, rec.cls) and not rec.backend.is_array(r):
+        raise TypeError(
+            f"register_hook: hook '{name}' returned {type(r).__name__}; a hook returns None "
+            "or a replacement gradient: a Tensor of the same namespace"
+        )
+    if r.shape != like.shape:
+        raise ValueError(
+            f"register_hook: hook '{name}' changed the gradient's shape from {like.shape} "
+            f"to {r.shape}"
+        )
+    if r.dtype != like.dtype:
+        raise TypeError(
+            f"register_hook: hook '{name}' changed the gradient's dtype from {like.dtype} "
+            f"to {r.dtype}"
+        )
+    return r
+
+
 # -- the backward pass -------------------------------------------------------------------
 def backward(t, grad=None, retain_graph=False, create_graph=False):
     """``t.backward(grad)``: accumulate d(t)/d(leaf) into ``leaf.grad`` for every leaf."""
@@ -549,6 +673,7 @@ class Pass:
         # The next node and its gradient, while it is the only one pending: a chain runs
         # without the heap or the buffers.
         nxt = nxt_g = None
+        hooking = bool(hooked_nodes)  # tensor hooks: see hook()
         while True:
             if nxt is not None:
                 node, g, nxt = nxt, nxt_g, None
@@ -557,6 +682,13 @@ class Pass:
                 g = buffers.pop(node)
             else:
                 break
+            if hooking and getattr(node, "hooks", None) is not None:
+                if useful is None or node in useful:
+                    hooked = self.hook(node, g)
+                    if hooked is not g:  # a hook's gradient: no structural zeros known
+                        g = hooked
+                        if masks:
+                            masks.pop(node, None)
             if stop and node in stop:
                 captured[node] = g
                 continue
@@ -687,6 +819,52 @@ class Pass:
             return [captured.get(t) for t in targets]
         return None
 
+    def hook(self, node, g):
+        """``g``, the complete gradient of ``node`` (one slot per output of a MultiNode),
+        after the hooks of its outputs (the same object if none replaced it)."""
+        table = node.hooks
+        if node.outs is None:
+            h = table.get(0)
+            return g if h is None else self.hooked(h, g, True)
+        slots = list(g)
+        for index, h in table.items():
+            if slots[index] is not None:
+                slots[index] = self.hooked(h, slots[index], True)
+        return slots if any(a is not b for a, b in zip(slots, g)) else g
+
+    def hooked(self, hooks, g, internal):
+        """``g`` after the tensor's ``hooks``, each given a Tensor of the namespace in
+        PyTorch's convention (``internal``: ``g`` is in the rules', the conjugate, for
+        complex values) and free to return a replacement; a retained gradient goes to
+        commit() with the leaves'."""
+        rec, xp, create = self.rec, self.xp, self.create
+        fns = list(hooks.fns.values())
+        if fns:
+            conj = internal and rec.is_complex(g.dtype)
+            v = xp.conj(g) if conj else g
+            if not create:
+                # a hook may keep what it got: a leaf reached by this array gets a copy
+                self.mine.pop(id(g), None)
+                self.handed[id(g)] = g
+                v = rec.wrap(v)
+            t = v
+            with enable_grad() if create else no_grad():  # as torch: recorded if create
+                for fn in fns:
+                    r = fn(t)
+                    if r is not None:
+                        r = _replacement(rec, r, v, fn)
+                        t = r if isinstance(r, rec.cls) else rec.wrap(r)
+            if t is not v:
+                if not create:
+                    t = t.data
+                    self.handed[id(t)] = t
+                g = xp.conj(t) if conj else t
+        if hooks.retain is not None:
+            target = hooks.retain()
+            if target is not None:
+                self.accumulate_leaf(target, g)  # as a leaf's: handed over by commit()
+        return g
+
     def _buffer(self, buffers, node, index, g):
         """Add ``g`` to the pending gradient of output ``index`` of ``node``."""
         if node.outs is None:
@@ -750,21 +928,27 @@ class Pass:
         to the leaf alone (one gradient array can reach two leaves: x + y)."""
         rec = self.rec
         pending, self.pending = self.pending, {}
+        for entry in pending.values():
+            hooks = getattr(entry[0], "_hooks", None)
+            if hooks is not None:  # a leaf's hooks: on its total from this pass
+                entry[1] = self.hooked(hooks, entry[1], False)
+        # ``_grad``: the slot behind ``.grad`` (retained non-leaves are here too)
         for leaf, g in pending.values():
+            old = leaf._grad
             if self.create:
-                leaf.grad = g if leaf.grad is None else rec.xp.add(leaf.grad, g)
+                leaf._grad = g if old is None else rec.xp.add(old, g)
                 continue
             B = rec.backend
-            if leaf.grad is None:
+            if old is None:
                 if id(g) not in self.mine:  # a rule's result, or the caller's array
                     g = B.asarray(g, copy=True) if id(g) in self.handed else B.own(g)
                 self.handed[id(g)] = g
-                leaf.grad = rec.wrap(g)
+                leaf._grad = rec.wrap(g)
                 continue
-            d = leaf.grad.data + g
+            d = old.data + g
             if not B.is_array(d):
                 d = B.asarray(d)
-            leaf.grad = rec.wrap(d)
+            leaf._grad = rec.wrap(d)
 
     def defer(self, leaf, g):
         """Keep a leaf's gradient given as factors (an Outer) for flush()."""
@@ -846,15 +1030,21 @@ def attach(t, node, index=0):
 def gradients(t, g, targets, create_graph=False, retain_graph=False):
     """The gradients reaching the nodes ``targets`` from ``t`` with cotangent ``g`` (a raw
     array, or a Tensor of a recorded pass), each None where none arrives; no leaf's
-    ``.grad`` changes. What the transforms read."""
-    if t._node is None:
+    ``.grad`` changes. What the transforms read. ``t`` and ``g`` may be lists (several
+    outputs pulled back in one pass)."""
+    ts, gs = (t, g) if isinstance(t, list) else ([t], [g])
+    roots = [(u._node, u._index) for u in ts if u._node is not None]
+    if not roots:
         return [None] * len(targets)
-    rec = t._rec
+    rec = ts[0]._rec
     run = Pass(rec, create_graph)
-    if type(g) is not rec.cls:
-        g = run.lift(g)
-    g = to_internal(rec, g, run.xp)
-    grads = run.run([(t._node, t._index)], [g], retain_graph=retain_graph, targets=targets)
+    lifted = []
+    for u, gu in zip(ts, gs):
+        if u._node is not None:
+            if type(gu) is not rec.cls:
+                gu = run.lift(gu)
+            lifted.append(to_internal(rec, gu, run.xp))
+    grads = run.run(roots, lifted, retain_graph=retain_graph, targets=targets)
     return [None if r is None else to_internal(rec, r, run.xp) for r in grads]
 
 
@@ -943,8 +1133,22 @@ class _Freed:
         self.failure = None
 
 
+class Recompute:
+    """Stands in a node's ``kwargs`` in place of its saved values, which were dropped to be
+    recomputed (``autodiff.checkpoint``): ``fill()`` puts them back into this node and the
+    others of its function's call, or raises, when the backward pass reaches it."""
+
+    __slots__ = ()
+
+    def fill(self):
+        raise NotImplementedError
+
+
 def _check_node(node):
     if node.args is None:
+        if isinstance(node.kwargs, Recompute):
+            node.kwargs.fill()
+            return _check_node(node)  # checked as any node, its versions the new ones
         failure = getattr(node.kwargs, "failure", None)
         if failure is not None:
             # Keeping every saved value until a pass succeeds would raise the backward's

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 
-from . import graph
+from . import batching, graph
 from .graph import Alias, Same, mode
 from .registry import get
 from .tensor import INPLACE_OPERATORS, Tensor
@@ -207,6 +207,8 @@ def _fit(rec, t, res, what):
 
 def setitem(t, key, value):
     """``t[key] = value``."""
+    if batching.depth[0] and batching.holds((value,) + batching._key_parts(key), None):
+        raise batching.unbatched_write_error("x[key] = value")
     rec = t._rec
     rkey = rec.raw_key(key)
     v = rec.raw(value, "__setitem__")
@@ -230,6 +232,8 @@ def setitem(t, key, value):
 
 def inplace(t, name, other):
     """``t op= other`` for the binary op ``name`` ("add" for ``+=``); returns ``t``."""
+    if batching.depth[0] and type(other) is batching.Batched:
+        raise batching.unbatched_write_error(f"in-place {name}")
     rec = t._rec
     what = f"in-place {name}"
     if _copies(t, other):

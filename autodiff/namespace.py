@@ -30,6 +30,9 @@ import functools
 import types
 
 from . import _standard, backends, checks, inplace
+from .batching import Batched, holds
+from .batching import apply as _batched_call
+from .batching import depth as _vmapping
 from .graph import (
     Meta,
     MultiNode,
@@ -85,6 +88,8 @@ def recorder_of(*arrays) -> Recorder:
         if isinstance(a, Tensor):
             return a._rec
     for a in arrays:
+        if type(a) is Batched:  # inside vmap: one example of a batch (batching.py)
+            return a._rec
         if a is not None and not isinstance(a, (bool, int, float, complex)):
             import array_api_compat
 
@@ -246,7 +251,7 @@ class Recorder:
         t._node = None
         t._index = 0
         t._rg = False
-        t.grad = None
+        t._grad = None  # the slot under Tensor.grad (the property warns on reads)
         t._version = None
         t._base = None
         return t
@@ -430,7 +435,7 @@ def _unary(rec, op, raw):
             out = asarray(out)
         t = _new(cls)
         t.data = out
-        t.grad = None
+        t._grad = None  # the slot under Tensor.grad (the property warns on reads)
         t._base = None
         t._index = 0
         t._version = None
@@ -481,6 +486,7 @@ def _binary(rec, op, raw):
     same = op.same
     real_only = diff and not op.complex  # complex inputs refused (one test per call)
     is_complex = rec.is_complex
+    vmapping, batched_call = _vmapping, _batched_call  # inside vmap (batching.py)
 
     def binary(x1, x2, /):
         # The common cases first: tensor (op) tensor, tensor (op) Python scalar.
@@ -494,15 +500,21 @@ def _binary(rec, op, raw):
             elif isinstance(x2, Tensor):
                 raise rec._mix_error(name, x2)
             else:
+                if vmapping[0] and type(x2) is Batched:
+                    return batched_call(op, binary, (x1, x2), _NO_KWARGS)
                 b = x2
                 r = x1._rg and rule1 is not None
         elif type(x2) is cls:
             if isinstance(x1, Tensor):
                 raise rec._mix_error(name, x1)
+            if vmapping[0] and type(x1) is Batched:
+                return batched_call(op, binary, (x1, x2), _NO_KWARGS)
             a = x1
             b = x2.data
             r = 2 * (x2._rg and rule2 is not None)
         else:
+            if vmapping[0] and (type(x1) is Batched or type(x2) is Batched):
+                return batched_call(op, binary, (x1, x2), _NO_KWARGS)
             return rec.wrap_out(raw(x1, x2))
         try:
             out = raw(a, b)
@@ -513,7 +525,7 @@ def _binary(rec, op, raw):
             out = asarray(out)
         t = _new(cls)
         t.data = out
-        t.grad = None
+        t._grad = None  # the slot under Tensor.grad (the property warns on reads)
         t._base = None
         t._index = 0
         t._version = None
@@ -574,8 +586,11 @@ def _binary(rec, op, raw):
 
 def _creation(rec, op, raw):
     name = op.name
+    vmapping = _vmapping
 
     def creation(*args, requires_grad=False, **kwargs):
+        if vmapping[0] and holds(args, kwargs):  # inside vmap: zeros_like of a batch
+            return _batched_call(op, creation, args, dict(kwargs, requires_grad=requires_grad))
         args = [rec.raw(a, name) for a in args]
         try:
             out = raw(*args, **kwargs)
@@ -602,8 +617,11 @@ def _generic(rec, op, raw):
     # (relu's max with 0 would be NumPy's lexicographic one)
     refuse_complex = not op.complex and op.chapter.startswith("nn")
     is_complex = rec.is_complex
+    vmapping = _vmapping
 
     def generic(*args, **kwargs):
+        if vmapping[0] and holds(args, kwargs):  # inside vmap: the op's batching rule
+            return _batched_call(op, generic, args, kwargs)
         raws = list(args)
         rg = False
         for i, a in enumerate(args):

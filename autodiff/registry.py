@@ -29,7 +29,24 @@ turns that into PyTorch's convention at its two ends: the cotangent a user gives
 and the gradient a leaf (or a transform) receives are conjugated once. A complex
 gradient reaching a real input keeps its real part (in ``fit``).
 
-Forward-mode (JVP) and batching rules, when they come, are beside ``vjp`` in this same table.
+Forward mode (``autodiff/forward.py``) reads the same table. An op's JVP comes, in this
+order, from:
+
+- ``jvp``: a rule written for it, ``jvp(xp, ts, ans, *args, **kwargs)``, ``ts`` one
+  tangent per positional argument (None: zero), returning the output's tangent (a tuple
+  for several outputs, None for a zero one; ``NotImplemented`` asks for the fallback at
+  this call, e.g. an ``ord`` without a formula). Same ``xp``, ``ans`` and saved values as
+  the VJP rule, so it reads only what that saves;
+- ``linear``: the op is linear in its differentiable arguments, so the JVP is the op
+  itself applied to the tangents (zeros for the others);
+- ``bilinear``: linear in each of its two array arguments: ``op(t1, x2) + op(x1, t2)``;
+- derived, for a ``diagonal`` op (element-wise in every argument) that is
+  ``holomorphic`` or real: the VJP rules applied to the tangents, since a diagonal
+  map is its own transpose (``exp``: ``t * ans``);
+- otherwise the fallback: the VJP rule, recorded on a zero cotangent and transposed
+  (the double-VJP trick, on that one node).
+
+``Op.jvp_kind`` says which; ``gradcheck --list`` shows it.
 """
 
 from __future__ import annotations
@@ -38,12 +55,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Op", "defop", "ops", "get", "DIFF", "CONST", "MISSING"]
+__all__ = ["Op", "defop", "ops", "get", "DIFF", "CONST", "MISSING", "JVP_KINDS"]
 
 # Kinds of op: how the graph treats a call whose inputs require grad.
 DIFF = "diff"  # has a VJP rule
 CONST = "const"  # piecewise constant or integer valued: outputs never require grad
 MISSING = "missing"  # no rule yet: raises NotImplementedError at call time
+# Where a differentiable op's JVP comes from (see the module's docstring), best first.
+JVP_KINDS = ("written", "linear", "bilinear", "derived", "fallback")
 
 
 @dataclass(eq=False)
@@ -110,6 +129,28 @@ class Op:
     loop: they dominate small-array code), "creation" (``requires_grad=``), "generic"."""
     doc: str = ""
     """The docstring of the namespace's function (default: the backend's)."""
+    jvp: Callable | None = None
+    """The forward-mode rule, ``jvp(xp, ts, ans, *args, **kwargs)`` (see above); None: one
+    of the kinds below gives it."""
+    linear: bool | tuple = False
+    """Linear in its differentiable arguments (True: those with a VJP rule, or every
+    positional argument of a joint rule; or the positions given): the JVP is the op
+    applied to the tangents (``sum``, ``reshape``, ``x[key]``, ``concat``, the FFTs)."""
+    bilinear: bool = False
+    """Linear in each of its two array arguments (``matmul``, ``vecdot``): the JVP is
+    ``op(t1, x2) + op(x1, t2)``."""
+    diagonal: bool | None = None
+    """Element-wise in every argument (output element i reads element i of each
+    broadcast input); default: the element-wise styles. With ``holomorphic`` (or real
+    inputs only), its JVP is derived from its VJP rules."""
+    holomorphic: bool = True
+    """On complex inputs, its derivative is complex-linear (``exp``, ``multiply``), so the
+    transpose of a diagonal one is itself; False for ``abs``, ``sign``, ``conj``...,
+    whose JVP must then be written (or it falls back)."""
+    batch: Callable | None = None
+    """The batching rule (``vmap``), ``batch(c, *args, **kwargs)`` with the batch axis first
+    in the batched arguments (see ``autodiff/batching.py``); None: the table there, or one
+    derived from the metadata (element-wise styles), gives it, else a loop over examples."""
 
     def __post_init__(self):
         self.joint = callable(self.vjp)
@@ -121,6 +162,24 @@ class Op:
         # saves given per argument (multiply's ((1,), (0,))): what is kept depends on
         # which gradients are wanted
         self.per_arg_saves = bool(self.saves) and isinstance(self.saves[0], tuple)
+        if self.diagonal is None:
+            self.diagonal = self.elementwise
+
+    @property
+    def jvp_kind(self) -> str | None:
+        """Where its JVP comes from (one of ``JVP_KINDS``); None for an op that carries no
+        gradient. A property: rule modules may attach ``jvp`` after registering."""
+        if self.kind != DIFF:
+            return None
+        if self.jvp is not None:
+            return "written"
+        if self.linear:
+            return "linear"
+        if self.bilinear:
+            return "bilinear"
+        if self.diagonal and (self.holomorphic or not self.complex) and not self.joint:
+            return "derived"
+        return "fallback"
 
     def __repr__(self):
         return f"Op({self.name!r}, {self.kind})"

@@ -6,13 +6,16 @@ costs one call of ``add`` and nothing more; ``x[key] = v`` and ``a += b`` are
 bound there too (see inplace.py). Users never construct a Tensor; creation
 functions and ops return them.
 
-Slots: ``data`` (the backend array), ``grad``, and for the engine ``_node`` and
-``_index`` (the node and output that made it; None for a leaf), ``_rg``
-(requires grad), ``_version`` (a version counter shared with its views, made on
-first use) and ``_base`` (the tensor it is a view of).
+Slots: ``data`` (the backend array), ``_grad`` (read as ``grad``), and for the
+engine ``_node`` and ``_index`` (the node and output that made it; None for a
+leaf), ``_rg`` (requires grad), ``_version`` (a version counter shared with its
+views, made on first use), ``_base`` (the tensor it is a view of) and ``_hooks``
+(a leaf's ``register_hook`` hooks; unset until the first one).
 """
 
 from __future__ import annotations
+
+import warnings
 
 from . import graph
 
@@ -22,7 +25,8 @@ __all__ = ["Tensor", "exported"]
 class Tensor:
     """An array of a wrapped namespace that records how it was computed."""
 
-    __slots__ = ("data", "_node", "_index", "_rg", "grad", "_version", "_base", "__weakref__")
+    __slots__ = ("data", "_node", "_index", "_rg", "_grad", "_version", "_base", "_hooks",
+                 "__weakref__")  # fmt: skip
     # numpy must defer ``ndarray * tensor`` to ``Tensor.__rmul__`` (a subclass over numpy
     # or cupy takes ufuncs itself: CONVERSIONS).
     __array_ufunc__ = None
@@ -140,6 +144,54 @@ class Tensor:
             self._rec.backend.check_differentiable(self.data.dtype, "requires_grad")
         self._rg = bool(value)
 
+    def _read_grad(self):
+        g = self._grad
+        if g is None and self._node is not None and not graph.retains_grad(self):
+            warnings.warn(
+                f"grad: reading .grad of a non-leaf tensor (computed by "
+                f"'{self._node.op.name}'): backward() fills .grad of leaves only, so it is "
+                "None. Call .retain_grad() on this tensor before backward() to keep its "
+                "gradient, or read .grad of the leaf you meant",
+                UserWarning,
+                stacklevel=2,
+            )
+        return g
+
+    def _write_grad(self, value):
+        self._grad = value
+
+    # A property (not the slot itself) so that reading a non-leaf's warns, as torch's does.
+    grad = property(
+        _read_grad,
+        _write_grad,
+        doc="""The gradient accumulated by backward passes: a Tensor of the same namespace
+        (no history; recorded under ``create_graph=True``), or None. Filled for leaves,
+        and for non-leaves after ``retain_grad()``.""",
+    )
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` on the gradient reaching this tensor in each backward pass;
+        a non-None result replaces the gradient. Returns a handle with ``.remove()``.
+
+        On a leaf, ``grad`` is the total this pass gives it, before it is added into
+        ``.grad``; on a computed tensor, the complete gradient of the tensor (every use
+        summed), before it flows on into the op that made it: replacing it by ``c * grad``
+        scales every gradient upstream by ``c``. ``grad`` is a Tensor of the same
+        namespace (recorded under ``create_graph=True``, so the hook is differentiated
+        too); the replacement must have its shape and dtype. Hooks run in registration
+        order, in ``backward()`` and in the transforms (``ad.grad``, ``ad.vjp``...)."""
+        return graph.register_hook(self, hook)
+
+    def retain_grad(self):
+        """Make backward passes fill this computed tensor's ``.grad`` too (accumulating,
+        as a leaf's); a no-op on a leaf. The gradient kept is the one after its hooks."""
+        graph.retain_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this computed tensor (False on leaves)."""
+        return graph.retains_grad(self)
+
     @property
     def is_leaf(self) -> bool:
         return self._node is None
@@ -159,7 +211,7 @@ class Tensor:
     def __copy__(self):
         """A second handle on the same value, node and buffer."""
         t = self._rec.wrap(self.data)
-        t._node, t._index, t._rg, t.grad = self._node, self._index, self._rg, self.grad
+        t._node, t._index, t._rg, t._grad = self._node, self._index, self._rg, self._grad
         graph.share_version(self, t, graph.SAME)  # a write through either is seen by both
         return t
 
@@ -173,8 +225,8 @@ class Tensor:
             )
         t = self._rec.wrap(self._rec.backend.asarray(self.data, copy=True))
         t._rg = self._rg
-        if self.grad is not None:
-            t.grad = self.grad.__deepcopy__(memo)
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
         memo[id(self)] = t
         return t
 

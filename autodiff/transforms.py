@@ -1,5 +1,5 @@
 """Function transforms with JAX's conventions: grad, value_and_grad, vjp, jvp,
-jacobian, hessian, custom_vjp.
+jacobian, hessian, custom_vjp, vmap (its machinery in ``batching.py``).
 
 Arguments may be raw backend arrays (wrapped on entry, so a function written
 only against the standard, ``xp = array_namespace(x)``, becomes differentiable)
@@ -10,36 +10,75 @@ records the derivative, so transforms nest: ``hessian = jacobian(grad(f))``.
 from __future__ import annotations
 
 import functools
+import math
 
-from . import checks, graph
+from . import batching, checks, graph, pytree
+from . import forward as _forward
+from .forward import custom_jvp
 from .graph import Node, attach, edge, mode
 from .namespace import recorder_of
 from .registry import Op
 from .tensor import Tensor
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "custom_vjp"]
+__all__ = [
+    "grad",
+    "value_and_grad",
+    "vjp",
+    "jvp",
+    "jacobian",
+    "jacfwd",
+    "hvp",
+    "hessian",
+    "custom_vjp",
+    "custom_jvp",
+    "vmap",
+]
 
 
-def _variable(x, what):
+def _namespace_of(trees, what):
+    """The Recorder of the first Tensor or array among the leaves of ``trees``; NumPy's
+    when there are only Python numbers (``grad(f)(3.0)``)."""
+    found = [leaf for t in trees for leaf in pytree.leaves(t)]
+    for leaf in found:
+        if isinstance(leaf, Tensor):
+            return leaf._rec
+    arrays = [a for a in found if a is not None and not isinstance(a, (bool, int, float, complex))]
+    if arrays:
+        try:
+            return recorder_of(*arrays)
+        except TypeError as exc:
+            raise TypeError(f"{what}: {exc}") from None
+    import numpy  # the namespace of Python numbers, as NumPy's scalars
+
+    return recorder_of(numpy.asarray(0.0))
+
+
+def _variable(x, what, rec):
     """A fresh node standing for ``x``: the gradient is read where it arrives."""
-    rec = recorder_of(x)
-    t = x if isinstance(x, Tensor) else rec.wrap(x)
-    rec.backend.check_differentiable(t.dtype, what)
-    node = Node(_IDENTITY, (None,), {}, None, (edge(t),), ())
-    return attach(rec.wrap(t.data), node), node
+    if isinstance(x, (int, float, complex)) and not isinstance(x, bool):
+        x = rec.backend.asarray(x)  # a Python number: a 0-d array of the namespace
+    if not isinstance(x, Tensor):
+        if not rec.backend.is_array(x):
+            raise TypeError(
+                f"{what}: expected arrays, Tensors or Python numbers (in dicts, lists, "
+                f"tuples), got {type(x).__name__}"
+            )
+        x = rec.wrap(x)
+    rec.backend.check_differentiable(x.dtype, what)
+    node = Node(_IDENTITY, (None,), {}, None, (edge(x),), ())
+    return attach(rec.wrap(x.data), node), node
 
 
-def _lift_constants(args, nums, rec):
-    """Wrap the raw arrays among the other arguments too, as constants of the same
+def _lift_constants(tree, rec):
+    """Wrap the raw arrays of the other arguments too, as constants of the same
     namespace, so ``array_namespace(*args)`` inside ``f`` sees one namespace."""
-    import array_api_compat
 
-    out = list(args)
-    for i, a in enumerate(args):
-        if i not in nums and not isinstance(a, Tensor) and array_api_compat.is_array_api_obj(a):
-            if not isinstance(a, (int, float, complex, bool)) and rec.backend.is_array(a):
-                out[i] = rec.wrap(a)
-    return out
+    def lift(a):
+        if isinstance(a, (Tensor, bool, int, float, complex)) or a is None:
+            return a
+        return rec.wrap(a) if rec.backend.is_array(a) else a
+
+    return pytree.tree_map(lift, tree)
 
 
 _IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=())
@@ -47,27 +86,38 @@ _IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=(
 
 def _gradients(out, variables, nodes, cotangent=None, retain_graph=False, record=False):
     """d(out)/d(variables) as Tensors; recorded if any variable stands for a
-    Tensor that requires grad (so the result can be differentiated again)."""
-    rec = recorder_of(out)
+    Tensor that requires grad (so the result can be differentiated again). ``out`` and
+    ``cotangent`` may be lists (several outputs, one pass)."""
+    outs = out if isinstance(out, list) else [out]
+    cots = cotangent if isinstance(out, list) else [cotangent]
+    if batching.depth[0] and any(
+        type(a) is batching.Batched for a in (*outs, *cots, *variables)
+    ):  # inside vmap
+        return _batched_gradients(outs, cots, variables, nodes, retain_graph, record)
+    rec = recorder_of(outs[0])
     B = rec.backend
     # A cotangent that requires grad (jvp's transposition) must be recorded too.
-    traced = cotangent if isinstance(cotangent, Tensor) and cotangent.requires_grad else None
+    traced = [c if isinstance(c, Tensor) and c.requires_grad else None for c in cots]
     create = (
-        record or traced is not None or any(n.edges[0] is not None for n in nodes)
+        record or any(t is not None for t in traced) or any(n.edges[0] is not None for n in nodes)
     ) and mode.enabled
-    if cotangent is None:
-        if B.size_of(out.data) != 1:
-            raise ValueError(
-                f"grad: the function must return a scalar, it returned shape {out.shape}"
-            )
-        g = B.ones_like(out.data)
-    else:
-        g = graph.cotangent(rec, cotangent, out.data, "vjp")
-    if not out.requires_grad:
+    roots, gs = [], []
+    for o, c, tr in zip(outs, cots, traced):
+        if c is None:
+            if B.size_of(o.data) != 1:
+                raise ValueError(
+                    f"grad: the function must return a scalar, it returned shape {o.shape}"
+                )
+            g = B.ones_like(o.data)
+        else:
+            g = graph.cotangent(rec, c, o.data, "vjp")
+        if o.requires_grad:
+            roots.append(o)
+            gs.append(tr if create and tr is not None else g)
+    if not roots:
         return [rec.wrap(B.zeros_like(v.data)) for v in variables]
-    root = traced if create and traced is not None else g
     with graph.enable_grad() if create else graph.no_grad():
-        grads = graph.gradients(out, root, nodes, create, retain_graph or create)
+        grads = graph.gradients(roots, gs, nodes, create, retain_graph or create)
     result = []
     for v, gr in zip(variables, grads):
         if gr is None:
@@ -78,9 +128,167 @@ def _gradients(out, variables, nodes, cotangent=None, retain_graph=False, record
     return result
 
 
-def _differentiate(args, argnums, what):
-    """Replace the arguments picked by ``argnums`` with fresh variables and wrap
-    the other raw arrays as constants: (args, variables, their nodes)."""
+def _batched_gradients(outs, cots, variables, nodes, retain_graph, record):
+    """``_gradients`` inside vmap. The graph was recorded on every example at once: on
+    variables batched over the vmaps running when they were made (levels ``S``: see
+    ``_Inputs``), or on plain ones (made outside vmap, ``S`` empty). Outputs and
+    cotangents are brought to ``S``'s plain axes; a cotangent batched over other vmaps
+    (``vmap(vjp_fn)``) stays Batched over those, and the backward pass then runs recorded,
+    its rules called through the namespace on Batched cotangents, hence batched too."""
+    first = next((v for v in variables if type(v) is batching.Batched), None)
+    inner = first.levels if first is not None else ()
+    sizes = tuple(first.value.shape[: len(inner)]) if first is not None else ()
+    running = {level for level, _ in batching.active()}
+    if not set(inner) <= running:
+        raise ValueError(
+            "vmap: a function made by vjp (or grad) inside vmap is called outside that vmap"
+        )
+    plain = [v.value if type(v) is batching.Batched else v for v in variables]
+    outs2, cots2 = [], []
+    for o, c in zip(outs, cots):
+        if c is None:
+            if math.prod(o.shape) != 1:
+                raise ValueError(
+                    f"grad: the function must return a scalar, it returned shape {o.shape}"
+                )
+        o2 = batching.regroup(o, inner, sizes)
+        if type(o2) is batching.Batched:
+            raise ValueError(
+                "vmap: the function's output is batched over a vmap its inputs are not"
+            )
+        if c is None:
+            c2 = o2._rec.wrap(o2._rec.backend.ones_like(o2.data))
+        else:
+            if tuple(c.shape) != tuple(o.shape):
+                raise ValueError(f"vjp: grad has shape {tuple(c.shape)}, the output has {o.shape}")
+            if not isinstance(c, (Tensor, batching.Batched)):
+                c = o2._rec.xp.asarray(c)
+            c2 = batching.regroup(c, inner, sizes)
+        outs2.append(o2)
+        cots2.append(c2)
+    if not any(type(c) is batching.Batched for c in cots2):
+        grads = _gradients(outs2, plain, nodes, cots2, retain_graph, record)
+        return [batching.merge(g, inner) for g in grads]
+    # Cotangents batched over vmaps of their own: a recorded pass on Batched cotangents.
+    rec = recorder_of(outs2[0])
+    roots, gs = [], []
+    for o, c in zip(outs2, cots2):
+        if o.requires_grad and o._node is not None:
+            roots.append((o._node, o._index))
+            gs.append(graph.to_internal(rec, c, rec.xp))
+    keep = (
+        record
+        or any(n.edges[0] is not None for n in nodes)
+        or any(getattr(c, "requires_grad", False) for c in cots2)
+    )
+    grads = [None] * len(plain)
+    if roots:
+        run = graph.Pass(rec, True)
+        with graph.enable_grad():
+            grads = run.run(roots, gs, retain_graph=True, targets=nodes)
+    result = []
+    for v, g in zip(plain, grads):
+        if g is None:
+            g = rec.wrap(rec.backend.zeros_like(v.data))
+        else:
+            g = graph.to_internal(rec, g, rec.xp)
+            if not keep:
+                g = g.detach()
+        result.append(batching.merge(g, inner))
+    return result
+
+
+class _Inputs:
+    """The differentiated arguments of a transform, flattened: their variables (one
+    per leaf), the structure to give the results back in, and the kind of each leaf
+    (a Tensor, a raw array or a Python number: same kind in, same kind out)."""
+
+    def __init__(self, trees, what, context=()):
+        self.rec = _namespace_of(list(trees) + list(context), what)
+        self.treedefs, self.kinds, self.variables, self.nodes = [], [], [], []
+        self.trees = []
+        for tree in trees:
+            leaves, td = pytree.flatten(tree)
+            vs = []
+            for leaf in leaves:
+                if batching.depth[0] and batching.active():
+                    # inside vmap: batched over every running vmap, so that each example
+                    # gets its own gradient (see _batched_gradients)
+                    x, levels = batching.batched_variable(
+                        leaf, functools.partial(self._leaf_tensor, what=what)
+                    )
+                    v, node = _variable(x, what, self.rec)
+                    v = batching.Batched(v, levels)
+                else:
+                    v, node = _variable(leaf, what, self.rec)
+                vs.append(v)
+                self.variables.append(v)
+                self.nodes.append(node)
+                self.kinds.append(_kind(leaf))
+            self.treedefs.append(td)
+            self.trees.append(pytree.unflatten(td, vs))
+        # raw mode: no Tensor was given; results are handed back as raw arrays
+        self.raw = TENSOR not in self.kinds
+        self.nested = any(n.edges[0] is not None for n in self.nodes)
+
+    def _leaf_tensor(self, x, what):
+        """A leaf that is not batched as a Tensor of the namespace."""
+        if isinstance(x, Tensor):
+            return x
+        if isinstance(x, (int, float, complex)) and not isinstance(x, bool):
+            return self.rec.wrap(self.rec.backend.asarray(x))
+        if not self.rec.backend.is_array(x):
+            _variable(x, what, self.rec)  # its error: not an array
+        return self.rec.wrap(x)
+
+    def regroup(self, flat):
+        """The per-leaf results as one tree per argument, each leaf of its input's kind."""
+        out, k = [], 0
+        for td in self.treedefs:
+            n = _count(td)
+            leaves = flat[k : k + n]
+            if self.raw:  # else Tensors throughout: what an enclosing transform reads
+                leaves = [_as_kind(g, kind) for g, kind in zip(leaves, self.kinds[k : k + n])]
+            out.append(pytree.unflatten(td, leaves))
+            k += n
+        return out
+
+    def give(self, tree):
+        """``tree`` (values the function returned) in the caller's kind."""
+        return pytree.tree_map(_unwrap, tree) if self.raw else tree
+
+
+TENSOR, ARRAY, NUMBER = "tensor", "array", "number"
+
+
+def _kind(leaf):
+    if isinstance(leaf, Tensor):
+        return TENSOR
+    return NUMBER if isinstance(leaf, (int, float, complex)) else ARRAY
+
+
+def _as_kind(g, kind):
+    if kind == TENSOR or not isinstance(g, Tensor):
+        return g
+    if kind == NUMBER:
+        return g.item()  # a Python number in, a Python number out
+    return g.data
+
+
+def _unwrap(v):
+    return v.detach().data if isinstance(v, Tensor) else v
+
+
+def _count(td):
+    if td == pytree.LEAF:
+        return 1
+    if td is pytree.NONE:
+        return 0
+    return sum(_count(c) for c in td[2])
+
+
+def _argnums(args, argnums, what):
+    """``argnums`` as a tuple of indices into ``args`` (checked)."""
     n = len(args)
     nums = checks.integers(what, "argnums", argnums)
     if not nums:
@@ -88,23 +296,37 @@ def _differentiate(args, argnums, what):
     for i in nums:
         if not -n <= i < n:
             raise ValueError(f"{what}: argnums {argnums} out of range for {n} arguments")
-    nums = tuple(i % n for i in nums)
+    return tuple(i % n for i in nums)
+
+
+def _differentiate(args, argnums, what):
+    """Replace the arguments picked by ``argnums`` with trees of fresh variables and wrap
+    the other raw arrays as constants: (args, _Inputs)."""
+    nums = _argnums(args, argnums, what)
+    others = [a for i, a in enumerate(args) if i not in nums]
+    inputs = _Inputs([args[i] for i in nums], what, others)
     args = list(args)
-    variables, nodes = [], []
-    for i in nums:
-        v, node = _variable(args[i], what)
-        args[i] = v
-        variables.append(v)
-        nodes.append(node)
-    return _lift_constants(args, nums, recorder_of(variables[0])), variables, nodes
+    for i, tree in zip(nums, inputs.trees):
+        args[i] = tree
+    for i in range(len(args)):
+        if i not in nums:
+            args[i] = _lift_constants(args[i], inputs.rec)
+    return args, inputs
+
+
+def _scalar_output(result, what):
+    if not isinstance(result, (Tensor, batching.Batched)):
+        raise TypeError(f"{what}: the function must return a Tensor, got {type(result).__name__}")
+    return result
 
 
 def value_and_grad(f, argnums=0, has_aux=False):
-    """``(f(*args), grad)``; with ``has_aux``, ``((value, aux), grad)``."""
+    """``(f(*args), grad)``; with ``has_aux``, ``((value, aux), grad)``. The gradient has
+    the structure of the argument (a dict of arrays gives a dict of gradients)."""
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        args, variables, nodes = _differentiate(args, argnums, "grad")
+        args, inputs = _differentiate(args, argnums, "grad")
         with graph.enable_grad():
             result = f(*args, **kwargs)
         if has_aux and not (isinstance(result, tuple) and len(result) == 2):
@@ -113,18 +335,18 @@ def value_and_grad(f, argnums=0, has_aux=False):
                 f"got {type(result).__name__}"
             )
         out, aux = result if has_aux else (result, None)
-        if not isinstance(out, Tensor):
-            raise TypeError(f"grad: the function must return a Tensor, got {type(out).__name__}")
-        grads = _gradients(out, variables, nodes)
+        out = _scalar_output(out, "grad")
+        grads = inputs.regroup(_gradients(out, inputs.variables, inputs.nodes))
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
-        value = out if any(n.edges[0] is not None for n in nodes) else out.detach()
-        return ((value, aux) if has_aux else value), g
+        value = inputs.give(out if inputs.nested else out.detach())
+        return ((value, inputs.give(aux)) if has_aux else value), g
 
     return wrapper
 
 
 def grad(f, argnums=0, has_aux=False):
-    """The gradient of a scalar function: ``grad(f)(x)`` has ``x``'s shape."""
+    """The gradient of a scalar function: ``grad(f)(x)`` has ``x``'s shape (and a tree
+    of arrays gives a tree of gradients)."""
     vg = value_and_grad(f, argnums, has_aux)
 
     @functools.wraps(f)
@@ -136,47 +358,83 @@ def grad(f, argnums=0, has_aux=False):
 
 
 def vjp(f, *primals):
-    """``(f(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` returns one cotangent per primal."""
-    variables, nodes = [], []
-    for p in primals:
-        v, node = _variable(p, "vjp")
-        variables.append(v)
-        nodes.append(node)
+    """``(f(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` returns one cotangent per primal.
+
+    Primals, the output and the cotangent may be trees; the cotangent has the output's
+    structure, and each result the structure of its primal."""
+    inputs, out, vjp_fn = _vjp(f, primals, "vjp")
+
+    def given(cotangent):
+        return tuple(inputs.regroup(vjp_fn(cotangent)))
+
+    return inputs.give(out), given
+
+
+def _vjp(f, primals, what):
+    """(inputs, output tree of Tensors, a function: cotangent tree -> flat Tensors)."""
+    inputs = _Inputs(primals, what)
     with graph.enable_grad():
-        out = f(*variables)
+        out = f(*inputs.trees)
+    outs, out_td = pytree.flatten(out)
+    for o in outs:
+        if not isinstance(o, (Tensor, batching.Batched)):
+            raise TypeError(f"{what}: the function must return Tensors, got {type(o).__name__}")
 
     def vjp_fn(cotangent):
-        return tuple(_gradients(out, variables, nodes, cotangent, retain_graph=True))
+        cots, td = pytree.flatten(cotangent)
+        if td != out_td:
+            raise ValueError(
+                f"{what}: the cotangent's structure {pytree.describe(td)} is not the "
+                f"output's {pytree.describe(out_td)}"
+            )
+        return _gradients(outs, inputs.variables, inputs.nodes, cots, retain_graph=True)
 
-    return out, vjp_fn
+    return inputs, out, vjp_fn
 
 
 def jvp(f, primals, tangents):
-    """``(f(*primals), J @ tangents)``, by transposing the VJP (it is linear in
-    the cotangent, so its own VJP applies J)."""
-    for what, v in (("primals", primals), ("tangents", tangents)):
-        if not isinstance(v, (tuple, list)):
-            raise TypeError(f"jvp: {what} must be a tuple or list, got {type(v).__name__}")
-    primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise ValueError("jvp: primals and tangents must have the same length")
-    for i, (p, t) in enumerate(zip(primals, tangents)):
-        ps, ts = tuple(getattr(p, "shape", ())), tuple(getattr(t, "shape", ()))
-        if ps != ts:  # a Python number has shape ()
-            raise ValueError(f"jvp: tangents[{i}] has shape {ts}, its primal {ps}")
-    out, vjp_fn = vjp(f, *primals)
-    rec = recorder_of(out)
-    u, unode = _variable(rec.wrap(rec.backend.zeros_like(out.data)), "jvp")
-    cts = vjp_fn(u)
-    total = None
-    for c, t in zip(cts, tangents):
-        t = t if isinstance(t, Tensor) else rec.wrap(t)
-        term = _pairing(rec, c, t)
-        total = term if total is None else total + term
-    # Primals or tangents that require grad: record, so that jvp nests in grad.
-    nested = any(isinstance(a, Tensor) and a.requires_grad for a in primals + tangents)
-    (tangent_out,) = _gradients(total, [u], [unode], record=nested)
-    return (out if nested else out.detach()), tangent_out
+    """``(f(*primals), J @ tangents)`` by one forward pass carrying tangents: each
+    recorded op's JVP rule (see ``autodiff/forward.py``), no reverse pass. Raw arrays in
+    give raw arrays out."""
+    return _in_kind((primals, tangents), _forward.jvp(f, primals, tangents))
+
+
+def hvp(f, primals, tangents):
+    """``(grad f(primals), H @ tangents)``, forward over reverse (JAX's
+    ``jvp(grad(f))``; see ``forward.hvp``). Raw arrays in give raw arrays out."""
+    return _in_kind((primals, tangents), _forward.hvp(f, primals, tangents))
+
+
+def jacfwd(f, argnums=0):
+    """The Jacobian by forward mode (``forward.jacfwd``): ``jacfwd(f)(x)`` has shape
+    ``f(x).shape + x.shape``, one forward pass per element of ``x``."""
+    inner = _forward.jacfwd(f, argnums)
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        return _in_kind(_picked(args, argnums), inner(*args))
+
+    return wrapper
+
+
+def _raw_call(trees) -> bool:
+    """Whether no Tensor (nor batched value) is among the leaves of ``trees``: then the
+    caller gets raw arrays back (same kind in, same kind out)."""
+    return not any(
+        isinstance(leaf, (Tensor, batching.Batched)) for leaf in pytree.leaves(list(trees))
+    )
+
+
+def _in_kind(trees, result):
+    """``result`` as the caller of a transform with arguments ``trees`` expects it."""
+    return pytree.tree_map(_unwrap, result) if _raw_call(trees) else result
+
+
+def _picked(args, argnums):
+    try:
+        return [args[i] for i in _argnums(args, argnums, "jacobian")]
+    except (TypeError, ValueError):
+        return args  # the transform itself reports it
 
 
 def _pairing(rec, c, t):
@@ -193,7 +451,8 @@ def jacobian(f, argnums=0):
 
     @functools.wraps(f)
     def wrapper(*args):
-        args, variables, nodes = _differentiate(args, argnums, "jacobian")
+        args, inputs = _differentiate(args, argnums, "jacobian")
+        variables, nodes = inputs.variables, inputs.nodes
         with graph.enable_grad():
             out = f(*args)
         rec = recorder_of(out)
@@ -216,14 +475,16 @@ def jacobian(f, argnums=0):
         for v, r in zip(variables, rows):
             stacked = rec.xp.stack(r, axis=0) if r else rec.wrap(B.zeros((0,) + v.shape))
             jacs.append(rec.xp.reshape(stacked, tuple(out.shape) + tuple(v.shape)))
-        return jacs[0] if isinstance(argnums, int) else tuple(jacs)
+        return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs))
 
     return wrapper
 
 
 def hessian(f, argnums=0):
-    """``hessian(f)(x)`` has shape ``x.shape + x.shape``."""
-    return jacobian(grad(f, argnums), argnums)
+    """``hessian(f)(x)`` has shape ``x.shape + x.shape``: ``jacfwd(jacrev(f))``, forward
+    over reverse, as JAX's (one recorded backward pass, then one forward pass through it
+    per element of ``x``)."""
+    return jacfwd(jacobian(f, argnums), argnums)
 
 
 class custom_vjp:
@@ -358,3 +619,27 @@ def _custom_grads(bwd, name, rec, xp, g, residuals, *args):
                 )
             out.append(r)
     return tuple(out)
+
+
+def vmap(f, in_axes=0, out_axes=0, axis_size=None):
+    """``f`` mapped over a batch axis of its arguments, JAX's ``vmap``: ``f`` is written
+    for one example and runs once, on all of them at once (each op by its batching rule,
+    see ``autodiff/batching.py``).
+
+    ``in_axes``: per positional argument (a tuple), or for all (an int or None), the axis
+    to map over; None: the argument is the same for every example; a tree (dict, tuple,
+    list) matching an argument's structure gives one per leaf; negative axes count from
+    the end. Keyword arguments are mapped over their axis 0. ``out_axes`` (an int, None,
+    or a tree prefix of the output): where the batch axis goes in each output.
+    ``axis_size``: the number of examples when every in_axis is None. Mapped axes of
+    different sizes are a ValueError naming the arguments. It composes with the other
+    transforms: ``vmap(grad(loss), in_axes=(None, 0, 0))(params, X, Y)`` gives one
+    gradient per example, ``vmap(vjp_fn)(cotangents)`` one VJP per cotangent, and vmaps
+    nest. Raw arrays in give raw arrays out."""
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        rec = _namespace_of(list(args) + list(kwargs.values()), "vmap")
+        return batching.map_call(f, in_axes, out_axes, axis_size, args, kwargs, rec)
+
+    return wrapper

@@ -24,6 +24,9 @@ CASES = (
     "where",
     "svd",
     "anomaly",
+    "checkpoint",
+    "forward",
+    "vmap",
 )
 
 

@@ -35,14 +35,15 @@ y = np.tanh(x @ w_true)
 #
 # `ad.grad(loss)` is a function with the signature of `loss` that returns the
 # gradient with respect to the first argument (JAX's conventions). Raw arrays
-# are wrapped on entry, so `loss` itself needs no change. Gradient descent
+# are wrapped on entry, so `loss` itself needs no change, and the gradient comes
+# back as the same kind of array (NumPy in, NumPy out). Gradient descent
 # recovers `w_true`:
 
 # %%
 dloss = ad.grad(loss)
 w = np.zeros(3)
 for _ in range(200):
-    w = w - 0.5 * dloss(w, x, y).data
+    w = w - 0.5 * dloss(w, x, y)
 print("w =", np.round(w, 3), " loss =", float(loss(w, x, y)))
 assert np.allclose(w, w_true, atol=1e-2)
 
@@ -89,7 +90,7 @@ print(ad.to_dot(value))
 ws = array_api_strict.zeros(3, dtype=array_api_strict.float64)
 xs, ys = array_api_strict.asarray(x), array_api_strict.asarray(y)
 for _ in range(200):
-    ws = ws - 0.5 * dloss(ws, xs, ys).data
+    ws = ws - 0.5 * dloss(ws, xs, ys)
 print("array_api_strict: w =", np.round(np.asarray(ws), 3))
 assert np.allclose(np.asarray(ws), w, rtol=1e-12)
 
@@ -98,5 +99,5 @@ assert np.allclose(np.asarray(ws), w, rtol=1e-12)
 
 # %%
 H = ad.hessian(loss)(w, x, y)
-print("Hessian at the optimum:\n", np.round(H.data, 4))
-assert np.all(np.linalg.eigvalsh(H.data) > 0)  # a minimum
+print("Hessian at the optimum:\n", np.round(H, 4))
+assert np.all(np.linalg.eigvalsh(H) > 0)  # a minimum

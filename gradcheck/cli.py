@@ -1,4 +1,9 @@
-"""``gradcheck``: prove every registered VJP rule against central differences.
+"""``gradcheck``: prove every registered VJP and JVP rule against central differences.
+
+Each sample gets the VJP checks (first order, and second where the op is twice
+differentiable) and the JVP checks (``J v`` against central differences and against the
+VJP rules, first order, and second where it matters); ``--rule`` picks one kind. The
+per-op table and summary line of the VJP checks come first, then the JVP's.
 
 Exit status: 0 when every check passes, 1 when any fails, 2 for a usage error
 or an unavailable backend.
@@ -14,7 +19,7 @@ import time
 
 import numpy as np
 
-from autodiff import registry
+from autodiff import batching, registry
 
 
 def _namespace(name):
@@ -32,15 +37,16 @@ def _namespace(name):
         raise SystemExit(f"gradcheck: backend {name!r} is not available ({exc})") from None
 
 
-def _record(op, status, detail):
-    return {"op": op, "sample": None, "order": 1, "status": status,
+def _record(op, status, detail, rule="vjp"):
+    return {"op": op, "sample": None, "order": 1, "rule": rule, "status": status,
             "max_abs": None, "max_rel": None, "detail": detail}  # fmt: skip
 
 
 def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto",
-        progress=None):  # fmt: skip
-    """Check ops on a backend; yields one record per (op, sample, order)."""
-    from .core import TOLERANCES, check_grad, check_second
+        progress=None, rules=("vjp", "jvp")):  # fmt: skip
+    """Check ops on a backend; yields one record per (op, sample, rule, order): ``rule``
+    "vjp" (reverse mode) or "jvp" (forward mode)."""
+    from .core import TOLERANCES, check_grad, check_jvp, check_jvp_second, check_second
     from .specs import SPECS, missing_specs
 
     xp = _namespace(backend)
@@ -57,22 +63,30 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
             raise SystemExit(f"gradcheck: no op named {name!r} (see gradcheck --list)")
         spec = SPECS[name]
         if dtype.startswith("complex") and not registry.get(name).complex:
-            yield _record(name, "real only", "defined for real inputs only")
+            for rule in rules:
+                yield _record(name, "real only", "defined for real inputs only", rule)
             continue
         for sample in spec.samples(seed):
             f = lambda *t, s=sample: s.call(xp, *t)  # noqa: E731
             missing = _unsupported(xp, sample, dtype)
-            if missing is not None:
-                yield {"op": name, "sample": sample.label, "order": 1, "status": "unsupported",
-                       "max_abs": None, "max_rel": None, "detail": missing}  # fmt: skip
+            if missing is not None:  # the backend's gap, not a rule's: reported once
+                yield {"op": name, "sample": sample.label, "order": 1, "rule": rules[0],
+                       "status": "unsupported", "max_abs": None, "max_rel": None,
+                       "detail": missing}  # fmt: skip
                 continue
             atol, rtol = spec.tolerances(TOLERANCES[dtype])
             first = {"atol": atol, "rtol": rtol, "mode": mode}
-            checks = [(1, check_grad, first)]
-            if order >= 2 and spec.second_order:
-                checks.append((2, check_second, {}))
-            for k, check, kw in checks:
-                rec = {"op": name, "sample": sample.label, "order": k}
+            checks = []
+            if "vjp" in rules:
+                checks.append(("vjp", 1, check_grad, first))
+                if order >= 2 and spec.second_order:
+                    checks.append(("vjp", 2, check_second, {}))
+            if "jvp" in rules:
+                checks.append(("jvp", 1, check_jvp, {"atol": atol, "rtol": rtol}))
+                if order >= 2 and spec.second_order:
+                    checks.append(("jvp", 2, check_jvp_second, {}))
+            for rule, k, check, kw in checks:
+                rec = {"op": name, "sample": sample.label, "order": k, "rule": rule}
                 try:
                     res = check(f, *sample.inputs, xp=xp, seed=seed, dtype=dtype,
                                 raise_on_fail=False, **kw)  # fmt: skip
@@ -139,9 +153,22 @@ def main(argv=None):
         default=2,
         help="2 also checks the VJP of the VJP where the op is twice differentiable",
     )
+    p.add_argument(
+        "--rule",
+        choices=("vjp", "jvp", "both"),
+        default="both",
+        help="check the VJP rules (reverse mode), the JVP rules (forward mode), or both",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="PATH", help="write one record per (op, sample, order)")
     p.add_argument("--list", action="store_true", help="list the ops and their samples")
+    p.add_argument(
+        "--batching",
+        action="store_true",
+        help="check vmap instead: each op batched over 3 perturbed copies of its samples "
+        "against a loop of it (values and per-example gradients), and that an op with a "
+        "batching rule doesn't fall back to the loop",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
     args = p.parse_args(argv)
     from .specs import SPECS
@@ -151,20 +178,44 @@ def main(argv=None):
         for name, spec in sorted(SPECS.items(), key=lambda item: (ops[item[0]].chapter, item[0])):
             print(f"{name:28s} {ops[name].chapter:18s} {len(spec.samples(args.seed)):3d} samples"
                   f"{'' if spec.second_order else '   (first order only)'}"
-                  f"{'' if ops[name].complex else '   (real inputs only)'}")  # fmt: skip
+                  f"{'' if ops[name].complex else '   (real inputs only)'}"
+                  f"   batch: {batching.rule_kind(ops[name])}"
+                  f"   jvp: {ops[name].jvp_kind}")  # fmt: skip
         missing = sorted(n for n, op in ops.items() if op.kind == registry.MISSING)
         for name in missing:  # registered without a rule: raises on a tensor that requires grad
             print(f"{name:28s} {ops[name].chapter:18s} MISSING (no rule yet)")
         print(f"{len(SPECS)} ops with specs, {len(missing)} without a rule")
         return 0
+    if args.batching:
+        from . import batching as check
+
+        try:
+            xp = _namespace(args.backend)
+        except SystemExit as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        names = args.ops or sorted(SPECS)
+        unknown = [n for n in names if n not in SPECS]
+        if unknown:
+            print(f"gradcheck: no op named {unknown[0]!r} (see gradcheck --list)", file=sys.stderr)
+            return 2
+        progress = _progress if sys.stderr.isatty() and not args.quiet else None
+        status = check.main(xp, args.backend, names, args.quiet, progress)
+        if progress:
+            sys.stderr.write("\r\033[K")
+        return status
+    rules = ("vjp", "jvp") if args.rule == "both" else (args.rule,)
     t0 = time.perf_counter()
-    records, per_op = [], {}
+    records = []
+    per_op = {rule: {} for rule in rules}
     progress = _progress if sys.stderr.isatty() and not args.quiet else None
     try:
         for rec in run(args.backend, args.ops, args.order, args.seed, args.dtype, args.mode,
-                       progress):  # fmt: skip
+                       progress, rules):  # fmt: skip
             records.append(rec)
-            agg = per_op.setdefault(rec["op"], {"n": 0, "abs": 0.0, "rel": 0.0, "bad": []})
+            agg = per_op[rec["rule"]].setdefault(
+                rec["op"], {"n": 0, "abs": 0.0, "rel": 0.0, "bad": []}
+            )
             agg["n"] += 1
             for key, field in (("abs", "max_abs"), ("rel", "max_rel")):
                 if rec[field] is not None and np.isfinite(rec[field]):
@@ -178,6 +229,19 @@ def main(argv=None):
         return 2
     if progress:
         sys.stderr.write("\r\033[K")
+    dt = time.perf_counter() - t0
+    failed = 0
+    for rule in rules:
+        failed += _report(args, rule, [r for r in records if r["rule"] == rule], per_op[rule], dt)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(records, fh, indent=1)
+    return 1 if failed else 0
+
+
+def _report(args, rule, records, per_op, dt):
+    """Print the table, the notable records and the summary line of one kind of rule;
+    returns how many checks failed."""
     passing = ("ok", "nondiff", "unsupported", "real only")
     failed = [r for r in records if r["status"] not in passing]
     kinks = [r for r in records if r["status"] == "nondiff"]
@@ -185,8 +249,16 @@ def main(argv=None):
     real_only = [r for r in records if r["status"] == "real only"]
     for r in real_only:
         per_op.pop(r["op"], None)
+    jvp = rule == "jvp"
+    tag = "jvp " if jvp else ""
+    ops = registry.ops()
+
+    def jvp_kind(name):
+        return ops[name].jvp_kind if name in ops else None
+
     if not args.quiet:
-        print(f"{'op':28s} {'checks':>6s} {'max abs err':>11s} {'max rel err':>11s}  status")
+        kind = f" {'jvp':9s}" if jvp else ""
+        print(f"{'op':28s}{kind} {'checks':>6s} {'max abs err':>11s} {'max rel err':>11s}  status")
         for name, agg in per_op.items():
             status = "ok" if not agg["bad"] else f"FAIL ({len(agg['bad'])})"
             if agg.get("nondiff"):
@@ -194,25 +266,33 @@ def main(argv=None):
             if agg.get("unsupported"):
                 status += f", {len(agg['unsupported'])} not in the backend"
             errs = f"{_fmt(agg['abs']):>11s} {_fmt(agg['rel']):>11s}"
-            print(f"{name:28s} {agg['n']:6d} {errs}  {status}")
+            kind = f" {jvp_kind(name) or '-':9s}" if jvp else ""
+            print(f"{name:28s}{kind} {agg['n']:6d} {errs}  {status}")
     for r in kinks:
-        print(f"KINK {r['op']} [{r['sample']}] order {r['order']}: {r['detail']}")
+        print(f"KINK {r['op']} [{r['sample']}] {tag}order {r['order']}: {r['detail']}")
     for r in unsupported:
-        print(f"UNSUPPORTED {r['op']} [{r['sample']}]: {r['detail']}")
+        print(f"UNSUPPORTED {r['op']} [{r['sample']}]{' jvp' if jvp else ''}: {r['detail']}")
     for r in failed:
-        print(f"{r['status']} {r['op']} [{r['sample']}] order {r['order']}: {r['detail']}")
-    dt = time.perf_counter() - t0
+        print(f"{r['status']} {r['op']} [{r['sample']}] {tag}order {r['order']}: {r['detail']}")
     at_kinks = f", {len(kinks)} at non-differentiable points" if kinks else ""
     lacking = f", {len(unsupported)} the backend can't run" if unsupported else ""
     passed = len(records) - len(failed) - len(unsupported) - len(real_only)
     skipped = f"; {len(real_only)} ops take real inputs only" if real_only else ""
-    print(f"{len(per_op)} ops, {len(records) - len(real_only)} checks on {args.backend} "
-          f"({args.dtype}, {args.mode}): {passed} passed, {len(failed)} failed{at_kinks}"
-          f"{lacking} in {dt:.1f} s{skipped}")  # fmt: skip
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(records, fh, indent=1)
-    return 1 if failed else 0
+    checks = len(records) - len(real_only)
+    if jvp:
+        kinds = {}
+        for name in per_op:
+            k = jvp_kind(name)
+            kinds[k] = kinds.get(k, 0) + 1
+        parts = ", ".join(f"{kinds[k]} {k}" for k in registry.JVP_KINDS if kinds.get(k))
+        print(f"jvp: {len(per_op)} ops ({parts}), {checks} checks on {args.backend} "
+              f"({args.dtype}): {passed} passed, {len(failed)} failed{at_kinks}{lacking}"
+              f"{skipped}")  # fmt: skip
+    else:
+        print(f"{len(per_op)} ops, {checks} checks on {args.backend} "
+              f"({args.dtype}, {args.mode}): {passed} passed, {len(failed)} failed{at_kinks}"
+              f"{lacking} in {dt:.1f} s{skipped}")  # fmt: skip
+    return len(failed)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,12 @@ reports): a mismatch there is reported as ``nondiff``, not as a wrong rule.
 ``check_second`` checks the VJP of the VJP (through ``create_graph=True``).
 Inputs are NumPy arrays; the function runs on any wrapped namespace.
 
+Forward mode: ``check_jvp`` compares ``ad.jvp``'s ``J v`` (one forward pass through the
+ops' JVP rules) with central differences along random directions ``v``, element by
+element, and with the VJP rules (``<u, J v> = <J^T u, v>`` for random ``u``);
+``check_jvp_second`` differentiates ``<u, J(x) v>`` by reverse mode through the recorded
+forward pass (a primal that requires grad) against central differences of it.
+
 Complex values are checked as pairs of reals: a complex input is perturbed along
 its real and its imaginary part, a complex output ``o`` is paired with a complex
 cotangent ``u`` as ``sum(Re(conj(u) o))``, and the gradient (PyTorch's convention,
@@ -40,6 +46,8 @@ from autodiff.tensor import Tensor
 __all__ = [
     "check_grad",
     "check_second",
+    "check_jvp",
+    "check_jvp_second",
     "check_op",
     "as_checked",
     "Result",
@@ -384,10 +392,120 @@ def check_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, rtol
     return res
 
 
+def _directions(prob, rng):
+    """A random direction per input, as reals (``_realify``'s layout) and as arrays."""
+    vs = [rng.standard_normal(a.shape) for a in prob.inputs]
+    return vs, [prob.array(i, v) for i, v in enumerate(vs)]
+
+
+def _jvp_of(prob, tensors, directions, dtype=None):
+    """``ad.jvp`` of the problem's function: its output Tensors and their tangents."""
+
+    def outs_of(*ts):
+        return tuple(_outputs(prob.f(*ts)))
+
+    tangents = tuple(prob.tensor(d, dtype) for d in directions)
+    return ad.jvp(outs_of, tuple(tensors), tangents)
+
+
+def check_jvp(f, *inputs, xp=None, dtype="float64", eps=1e-6, atol=None, rtol=None, seed=0,
+              device=None, directions=2, raise_on_fail=True) -> Result:  # fmt: skip
+    """First order, forward mode: ``J v`` from ``ad.jvp`` against central differences
+    along ``v`` (each output element), and against the VJP: ``<u, J v> = <J^T u, v>``."""
+    xp = xp or ad.Autodiff(np)
+    atol = TOLERANCES[dtype][0] if atol is None else atol
+    rtol = TOLERANCES[dtype][1] if rtol is None else rtol
+    prob = _Problem(f, inputs, xp, dtype, device)
+    rng = np.random.default_rng(seed + 777)
+    tensors = prob.tensors(prob.inputs)
+    outs0 = prob.outputs(prob.inputs)
+    pairs, a_vals, v_vals = [], [], []
+    grad_tensors = prob.tensors(prob.inputs, requires_grad=True)
+    grad_outs = _outputs(f(*grad_tensors))
+    for k in range(directions):
+        vs, arrays = _directions(prob, rng)
+        _, tangents = _jvp_of(prob, tensors, arrays)
+        analytic = [_realify(_to_numpy(t)) for t in tangents]
+        plus = prob.outputs([a + eps * v for a, v in zip(prob.inputs, vs)])
+        minus = prob.outputs([a - eps * v for a, v in zip(prob.inputs, vs)])
+        for o, (a, p, m, c) in enumerate(zip(analytic, plus, minus, outs0)):
+            if a.shape != p.shape:
+                raise GradcheckError(
+                    f"output {o}: the tangent has shape {a.shape} (as reals), the output {p.shape}"
+                )
+            left, right = (c - m) / eps, (p - c) / eps
+
+            def label(idx, o=o, k=k):
+                return f"d out{o}{_index(idx)} along v{k}"
+
+            pairs.append((label, a, (left + right) / 2, _is_kink(left, right)))
+        us = [rng.standard_normal(_shape(o)) for o in grad_outs]
+        grads = _vjp(prob, grad_tensors, grad_outs, us)
+        a_vals.append(sum(float(np.sum(u * a)) for u, a in zip(us, analytic)))
+        v_vals.append(sum(float(np.sum(g * v)) for g, v in zip(grads, vs)))
+    res = _compare(pairs, atol, rtol)
+    scale = max([1.0] + [abs(v) for v in v_vals])
+    both = _compare([(lambda k: f"<u, J v> against <J^T u, v>, direction {k[0]}",
+                      np.array(a_vals), np.array(v_vals), None)], atol * scale, rtol)  # fmt: skip
+    rank = {"FAIL": 2, "nondiff": 1, "ok": 0}
+    if (rank[both.status], both.max_abs) > (rank[res.status], res.max_abs) and both.status != "ok":
+        res = both
+    res.notes.append("jvp")
+    if raise_on_fail and not res.ok:
+        raise GradcheckError(f"JVP mismatch: {res}")
+    return res
+
+
+def check_jvp_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, rtol=None,
+                     seed=0, device=None, raise_on_fail=True) -> Result:  # fmt: skip
+    """Second order, forward mode: the gradient of ``h(x) = <u, J(x) v>``, by reverse mode
+    through the recorded forward pass (the primals require grad), against central
+    differences of ``h`` computed with plain forward passes in float64."""
+    xp = xp or ad.Autodiff(np)
+    atol = SECOND_TOLERANCES[dtype][0] if atol is None else atol
+    rtol = SECOND_TOLERANCES[dtype][1] if rtol is None else rtol
+    prob = _Problem(f, inputs, xp, dtype, device)
+    rng = np.random.default_rng(seed + 778)
+    outs0 = prob.outputs(prob.inputs)
+    us = [rng.standard_normal(o.shape) for o in outs0]
+    vs, arrays = _directions(prob, rng)
+
+    def h_value(reals):
+        with ad.no_grad():
+            _, tangents = _jvp_of(prob, prob.tensors(reals, "float64"), arrays, "float64")
+        return sum(float(np.sum(u * _realify(_to_numpy(t)))) for u, t in zip(us, tangents))
+
+    ts = prob.tensors(prob.inputs, requires_grad=True)
+    _, tangents = _jvp_of(prob, ts, arrays)
+    h = prob.pairing(list(tangents), us)
+    analytic = [np.zeros_like(a) for a in prob.inputs]
+    if h.requires_grad:  # else: J does not depend on the inputs (a linear op)
+        h.backward()
+        analytic = [np.zeros_like(a) if t.grad is None else _realify(_to_numpy(t.grad))
+                    for t, a in zip(ts, prob.inputs)]  # fmt: skip
+    pairs = []
+    for i, a in enumerate(prob.inputs):
+        numeric = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            plus = [b.copy() for b in prob.inputs]
+            minus = [b.copy() for b in prob.inputs]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            numeric[idx] = (h_value(plus) - h_value(minus)) / (2 * eps)
+        pairs.append((lambda k, i=i: f"d <u, J v> / d input {i}{_index(k)}", analytic[i],
+                      numeric, None))  # fmt: skip
+    res = _compare(pairs, atol, rtol)
+    res.notes.append("jvp")
+    if raise_on_fail and not res.ok:
+        raise GradcheckError(f"second-order JVP mismatch: {res}")
+    return res
+
+
 def check_op(name, xp=None, *, order=2, dtype="float64", mode="auto", seed=0,
-             raise_on_fail=True) -> list:  # fmt: skip
+             raise_on_fail=True, jvp=False) -> list:  # fmt: skip
     """Check every sample of the spec of registered op ``name``: a list of
-    ``(sample label, order, Result)``."""
+    ``(sample label, order, Result)``; with ``jvp``, its forward-mode checks too (orders
+    "jvp 1", "jvp 2")."""
     from .specs import SPECS
 
     xp = xp or ad.Autodiff(np)
@@ -403,6 +521,14 @@ def check_op(name, xp=None, *, order=2, dtype="float64", mode="auto", seed=0,
             res2 = check_second(f, *sample.inputs, xp=xp, dtype=dtype, seed=seed,
                                 raise_on_fail=False)  # fmt: skip
             results.append((sample.label, 2, res2))
+        if jvp:
+            res = check_jvp(f, *sample.inputs, xp=xp, dtype=dtype, atol=atol, rtol=rtol,
+                            seed=seed, raise_on_fail=False)  # fmt: skip
+            results.append((sample.label, "jvp 1", res))
+            if order >= 2 and spec.second_order:
+                res2 = check_jvp_second(f, *sample.inputs, xp=xp, dtype=dtype, seed=seed,
+                                        raise_on_fail=False)  # fmt: skip
+                results.append((sample.label, "jvp 2", res2))
     if raise_on_fail:
         bad = [f"{lab} (order {k}): {r}" for lab, k, r in results if not r.ok]
         if bad:

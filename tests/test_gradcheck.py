@@ -88,7 +88,11 @@ def test_cli_list_names_every_spec():
     assert "MISSING" not in proc.stdout
     rows = [line.split() for line in lines[:-1]]
     assert {row[0] for row in rows} == set(SPECS)
-    assert "(real inputs only)" in dict((r[0], " ".join(r)) for r in rows)["maximum"]
+    joined = dict((r[0], " ".join(r)) for r in rows)
+    assert "(real inputs only)" in joined["maximum"]
+    # where each JVP comes from; "fallback": the double-VJP trick on that node
+    assert joined["linalg.svd"].endswith("jvp: fallback")
+    assert joined["exp"].endswith("jvp: derived") and joined["sum"].endswith("jvp: linear")
     chapters = [row[1] for row in rows]
     assert chapters == sorted(chapters)  # grouped by chapter
     assert dict(row[:2] for row in rows)["linalg.solve"] == "linalg"

@@ -4,6 +4,7 @@
 - ``Module`` and the layers (``Linear``, ``Conv2d``, ``GRU``, ``MultiheadAttention``...),
   created on a namespace (``xp=``, default ``Autodiff(numpy)``), movable with ``.to(xp)``.
 - ``autodiff.nn.init``: torch's initializations from a seeded generator.
+- ``functional_call(module, params, args)``: a module as a function of its parameters.
 """
 
 from . import functional, init
@@ -12,6 +13,7 @@ from .layers import __all__ as _layers
 from .module import Module, ModuleList, Sequential
 from .multihead import MultiheadAttention
 from .rnn import GRU, GatedMemoryCell, GRUCell, LSTMCell
+from .stateless import functional_call
 
 __all__ = [
     "functional",
@@ -25,4 +27,5 @@ __all__ = [
     "LSTMCell",
     "GatedMemoryCell",
     "MultiheadAttention",
+    "functional_call",
 ]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 
+from .. import checks
 from ..namespace import recorder_of
 from ..registry import defop
-from ..vjps._util import axes_of, keep_shape
+from ..vjps._util import axes_of, keep_shape, reduction_jvp
 from ._dtypes import dtype_facts
 
 __all__ = ["relu", "sigmoid", "silu", "softplus", "gelu", "softmax", "log_softmax", "logsumexp"]
@@ -170,19 +171,19 @@ defop(
     "nn.relu",
     # relu'(0) = 0. A multiply by the 0/1 mask: NumPy's where is ten times slower.
     lambda xp, g, ans, x: g * xp.astype(ans > 0, g.dtype),
-    chapter=CH, impl=_relu, saves=(), saves_ans=True, twice=False,
+    chapter=CH, impl=_relu, saves=(), saves_ans=True, twice=False, diagonal=True,
     doc="max(x, 0); the gradient at 0 is 0",
 )  # fmt: skip
 defop(
     "nn.sigmoid",
     lambda xp, g, ans, x: g * ans * (1 - ans),
     chapter=CH, impl=lambda B: lambda x: _sigmoid(B, x), saves=(), saves_ans=True,
-    doc="1 / (1 + exp(-x)), stable for large |x|",
+    diagonal=True, doc="1 / (1 + exp(-x)), stable for large |x|",
 )  # fmt: skip
 defop(
     "nn.silu",
     lambda xp, g, ans, x: g * (lambda s: s * (1 + x * (1 - s)))(_sigmoid(xp, x)),
-    chapter=CH, impl=lambda B: lambda x: x * _sigmoid(B, x),
+    chapter=CH, impl=lambda B: lambda x: x * _sigmoid(B, x), diagonal=True,
     doc="x * sigmoid(x)",
 )  # fmt: skip
 
@@ -206,20 +207,23 @@ defop(
     lambda xp, g, ans, x, *, beta=1.0, threshold=20.0: xp.where(
         beta * x > threshold, g, g * _sigmoid(xp, beta * x)
     ),
-    chapter=CH, impl=_softplus_impl,
+    chapter=CH, impl=_softplus_impl, diagonal=True,
     doc="log(1 + exp(beta x)) / beta, x itself where beta x > threshold (as torch)",
 )  # fmt: skip
 defop(
     "nn.gelu",
     lambda xp, g, ans, x, *, approximate="none": g * _gelu_grad(xp, x, approximate),
     chapter=CH, impl=lambda B: lambda x, *, approximate="none": _gelu(B, x, approximate),
-    doc="x * Phi(x) (exact, with erf) or its tanh approximation",
+    diagonal=True, doc="x * Phi(x) (exact, with erf) or its tanh approximation",
 )  # fmt: skip
 defop(
     "nn.softmax",
     lambda xp, g, ans, x, *, axis=-1: ans * (g - xp.sum(g * ans, axis=axis, keepdims=True)),
     chapter=CH, impl=lambda B: lambda x, *, axis=-1: _softmax_raw(B, x, axis), saves=(),
     saves_ans=True, doc="exp(x - max) / sum(exp(x - max)); a row of -inf gives zeros",
+    # its Jacobian diag(s) - s s^T is symmetric: the JVP is the rule on the tangent
+    jvp=lambda xp, ts, ans, x, *, axis=-1: ans * (
+        ts[0] - xp.sum(ts[0] * ans, axis=axis, keepdims=True)),
 )  # fmt: skip
 defop(
     "nn.log_softmax",
@@ -228,6 +232,8 @@ defop(
     ),
     chapter=CH, impl=lambda B: lambda x, *, axis=-1: _log_softmax(B, x, axis),
     doc="x - logsumexp(x); a row of -inf stays -inf",
+    jvp=lambda xp, ts, ans, x, *, axis=-1: (  # t - sum(softmax(x) t)
+        ts[0] - xp.sum(_softmax(xp, x, axis) * ts[0], axis=axis, keepdims=True)),
 )  # fmt: skip
 
 
@@ -247,6 +253,7 @@ defop(
     chapter=CH,
     impl=lambda B: lambda x, *, axis=None, keepdims=False: _logsumexp(B, x, axis, keepdims),
     saves_ans=True,
+    jvp=reduction_jvp(_logsumexp_rule),  # sum(softmax(x) t)
     doc="log(sum(exp(x))) over axis; -inf for a row of -inf (gradient 0 there)",
 )
 
@@ -267,30 +274,45 @@ def silu(x):
     return recorder_of(x).xp.nn.silu(x)
 
 
+def _check_softplus(owner, beta, threshold):
+    checks.number(owner, "beta", beta, low=0, open_low=True)
+    checks.number(owner, "threshold", threshold)
+
+
 def softplus(x, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta x)) / beta; x itself where beta x > threshold (as torch)."""
+    """log(1 + exp(beta x)) / beta (beta > 0); x itself where beta x > threshold (as torch)."""
+    _check_softplus("softplus", beta, threshold)
     return recorder_of(x).xp.nn.softplus(x, beta=beta, threshold=threshold)
 
 
 def gelu(x, approximate="none"):
     """x * Phi(x), Phi the standard normal CDF; ``approximate="tanh"`` as torch."""
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    checks.choice("gelu", "approximate", approximate, ("none", "tanh"))
     return recorder_of(x).xp.nn.gelu(x, approximate=approximate)
 
 
 def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along ``axis``, computed from x - max; rows partly -inf are
-    exact, a row entirely -inf gives zeros (and zero gradient)."""
+    """exp(x) / sum(exp(x)) along ``axis`` (an int, or None: every axis), computed from
+    x - max; rows partly -inf are exact, a row entirely -inf gives zeros (and zero
+    gradient)."""
+    if axis is not None:
+        axis = int(checks.integer("softmax", "axis", axis))
     return recorder_of(x).xp.nn.softmax(x, axis=axis)
 
 
 def log_softmax(x, axis=-1):
-    """x - logsumexp(x) along ``axis``; a row entirely -inf stays -inf."""
+    """x - logsumexp(x) along ``axis`` (an int, or None); a row entirely -inf stays -inf."""
+    if axis is not None:
+        axis = int(checks.integer("log_softmax", "axis", axis))
     return recorder_of(x).xp.nn.log_softmax(x, axis=axis)
 
 
 def logsumexp(x, axis=None, keepdims=False):
-    """log(sum(exp(x))) over ``axis`` (all axes by default), stable; -inf for a row
-    entirely -inf, with zero gradient."""
+    """log(sum(exp(x))) over ``axis`` (an int, a tuple of ints, or None: all axes), stable;
+    -inf for a row entirely -inf, with zero gradient."""
+    if isinstance(axis, (tuple, list)):
+        axis = tuple(int(i) for i in checks.integers("logsumexp", "axis", axis))
+    elif axis is not None:
+        axis = int(checks.integer("logsumexp", "axis", axis))
+    checks.flag("logsumexp", "keepdims", keepdims)
     return recorder_of(x).xp.nn.logsumexp(x, axis=axis, keepdims=keepdims)

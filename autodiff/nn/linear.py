@@ -7,6 +7,8 @@ gradient when the input needs none (the first layer of a network).
 
 from __future__ import annotations
 
+import math
+
 from ..namespace import recorder_of
 from ..registry import defop
 
@@ -26,12 +28,28 @@ def _linear(xp, x, w, b):
 
 def _rows(xp, a):
     """``a`` as a matrix: the batch axes merged into one."""
-    return a if a.ndim == 2 else xp.reshape(a, (-1, a.shape[-1]))
+    if a.ndim == 2:
+        return a
+    n = a.shape[-1]
+    # (-1, 0) can't be reshaped to: with no columns the row count must be spelled out
+    return xp.reshape(a, (-1, n) if n else (math.prod(a.shape[:-1]), 0))
 
 
 def _unrows(xp, m, lead):
     """A (rows, n) matrix back to shape ``lead + (n,)``."""
     return m if len(lead) == 1 else xp.reshape(m, tuple(lead) + (m.shape[-1],))
+
+
+def _linear_jvp(xp, ts, ans, x, w, b):
+    """tx W^T + x tW^T + tb (bilinear in x and W, linear in b)."""
+    tx, tw, tb = ts
+    r = None if tx is None else _linear(xp, tx, w, None)
+    if tw is not None:
+        c = _linear(xp, x, tw, None)
+        r = c if r is None else r + c
+    if tb is not None:
+        r = tb if r is None else r + tb
+    return r
 
 
 defop(
@@ -44,6 +62,7 @@ defop(
     chapter="nn.linear",
     saves=((1,), (0,), ()),
     impl=lambda B: lambda x, w, b: _linear(B, x, w, b),
+    jvp=_linear_jvp,
     doc="x W^T + b",
 )
 

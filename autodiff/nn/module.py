@@ -7,9 +7,10 @@ state that is saved but not trained. Every walk over the tree is iterative.
 
 from __future__ import annotations
 
-from collections import namedtuple
+from collections import OrderedDict, namedtuple
 
-from ..graph import no_grad
+from .. import checks
+from ..graph import RemovableHandle, no_grad
 from ..namespace import move_leaf
 from ..tensor import Tensor
 
@@ -18,31 +19,64 @@ __all__ = ["Module", "Sequential", "ModuleList", "default_namespace"]
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
-def default_namespace(xp=None):
+def default_namespace(xp=None, owner="Module"):
     """The differentiable namespace modules are created on: ``Autodiff(xp)``,
-    ``Autodiff(numpy)`` when ``xp`` is None."""
+    ``Autodiff(numpy)`` when ``xp`` is None; anything but a namespace (with ``asarray``)
+    is a TypeError naming ``owner``."""
     from ..namespace import Autodiff
 
     if xp is None:
         import numpy
 
         xp = numpy
+    elif isinstance(xp, str) or not hasattr(xp, "asarray"):
+        raise TypeError(
+            f"{owner}: xp must be an array namespace (numpy, Autodiff(numpy), ...) or None, "
+            f"got {xp!r} ({type(xp).__name__})"
+        )
     return Autodiff(xp)
 
 
-def _dtype_in(xp, dtype):
+# the dtype names of the standard (and NumPy's half precision)
+_DTYPE_NAMES = frozenset(
+    "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 "
+    "float64 complex64 complex128".split()
+)
+_FLOATING = frozenset(("float16", "bfloat16", "float32", "float64"))
+
+
+def _dtype_name(dtype, owner, floating=False):
+    """The name of ``dtype`` (a dtype object of any namespace, or its name): a TypeError
+    for what is no dtype, a ValueError for an unknown name (or, with ``floating``, a
+    dtype that is not real floating), naming ``owner``."""
+    if isinstance(dtype, str):
+        name = dtype
+    elif isinstance(dtype, (bool, int, float, complex)):
+        raise TypeError(f"{owner}: dtype must be a dtype or its name, got {dtype!r}")
+    else:  # numpy: a scalar type (np.float32) or np.dtype; others print "lib.float32"
+        name = getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
+        if not isinstance(name, str):
+            name = str(dtype)
+        name = name.rsplit(".", 1)[-1].rstrip("_")
+        if name not in _DTYPE_NAMES:
+            kind = type(dtype).__name__
+            raise TypeError(f"{owner}: dtype must be a dtype or its name, got {dtype!r} ({kind})")
+    if name not in _DTYPE_NAMES:
+        raise ValueError(f"{owner}: dtype {name!r} is not a dtype name")
+    if floating and name not in _FLOATING:
+        raise ValueError(f"{owner}: dtype must be a real floating dtype, got {name!r}")
+    return name
+
+
+def _dtype_in(xp, dtype, owner="Module", floating=False):
     """``dtype`` (a dtype object of any namespace, or its name) as ``xp``'s dtype."""
     if dtype is None:
         return None
-    if isinstance(dtype, str):
-        name = dtype
-    else:  # numpy: a scalar type (np.float32) or np.dtype; others print "lib.float32"
-        name = getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
-        name = name.rsplit(".", 1)[-1].rstrip("_")
+    name = _dtype_name(dtype, owner, floating)
     try:
         return getattr(xp, name)
     except AttributeError:
-        raise TypeError(f"{xp.__name__} has no dtype {name!r}") from None
+        raise ValueError(f"{owner}: {xp.__name__} has no dtype {name!r}") from None
 
 
 class Module:
@@ -58,8 +92,64 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__}: forward is not defined")
 
+    # (pre hooks, forward hooks), each {handle id: (hook, with_kwargs)}: set on the
+    # instance by the first register_forward_*hook, so a call without hooks tests one
+    # attribute.
+    _call_hooks = None
+
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if self._call_hooks is None:
+            return self.forward(*args, **kwargs)
+        pre, post = self._call_hooks
+        for hook, with_kwargs in list(pre.values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise TypeError(
+                            f"{type(self).__name__}: a forward pre-hook with with_kwargs=True "
+                            f"returns None or a pair (args, kwargs), got {type(result).__name__}"
+                        )
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        out = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(post.values()):
+            result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Call ``hook(module, args)`` before each ``forward``, as torch: a non-None result
+        replaces the positional arguments (a non-tuple is one argument). With
+        ``with_kwargs``, ``hook(module, args, kwargs)`` returns None or ``(args, kwargs)``.
+        ``prepend`` runs it before the hooks already registered. Returns a handle with
+        ``.remove()``; hooks are not part of ``state_dict``."""
+        return self._add_hook(0, "register_forward_pre_hook", hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Call ``hook(module, args, output)`` after each ``forward``, as torch: a
+        non-None result replaces the output (gradients then flow through what it
+        computed). With ``with_kwargs``, ``hook(module, args, kwargs, output)``.
+        ``prepend`` runs it before the hooks already registered. Returns a handle with
+        ``.remove()``; hooks are not part of ``state_dict``."""
+        return self._add_hook(1, "register_forward_hook", hook, prepend, with_kwargs)
+
+    def _add_hook(self, which, owner, hook, prepend, with_kwargs):
+        checks.function(owner, "hook", hook)
+        checks.flag(owner, "prepend", prepend)
+        checks.flag(owner, "with_kwargs", with_kwargs)
+        hooks = self.__dict__.get("_call_hooks")
+        if hooks is None:  # OrderedDict: weak-referenceable (the handle), move_to_end
+            hooks = self.__dict__["_call_hooks"] = (OrderedDict(), OrderedDict())
+        table = hooks[which]
+        handle = RemovableHandle(table, (hook, bool(with_kwargs)))
+        if prepend:
+            table.move_to_end(handle.id, last=False)
+        return handle
 
     # -- attributes ------------------------------------------------------------
     # Parameters, buffers and children live in their tables (the tree's walks read
@@ -112,6 +202,7 @@ class Module:
 
     def register_buffer(self, name, tensor):
         """Add state that ``state_dict`` saves and ``to`` moves, but that is not trained."""
+        _check_name("register_buffer", name)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer: {name!r} must be a Tensor or None")
         self._parameters.pop(name, None)
@@ -121,6 +212,7 @@ class Module:
 
     def add_module(self, name, module):
         """Add a child module under ``name``."""
+        _check_name("add_module", name)
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"add_module: {name!r} must be a Module, got {type(module).__name__}")
         self._parameters.pop(name, None)
@@ -184,6 +276,7 @@ class Module:
 
     def apply(self, fn):
         """Call ``fn`` on every descendant, then on this module (as torch)."""
+        checks.function("Module.apply", "fn", fn)
         for m in reversed(list(self.modules())):
             fn(m)
         return self
@@ -191,6 +284,7 @@ class Module:
     # -- modes and gradients -------------------------------------------------------
     def train(self, mode=True):
         """Training mode (dropout active) for this module and its descendants."""
+        mode = checks.flag("Module.train", "mode", mode)
         for m in self.modules():
             m.__dict__["training"] = bool(mode)
         return self
@@ -201,6 +295,7 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         """Clear the gradients of every parameter."""
+        checks.flag("Module.zero_grad", "set_to_none", set_to_none)
         for p in self.parameters():
             if set_to_none or p.grad is None:
                 p.grad = None
@@ -246,6 +341,7 @@ class Module:
         """
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"load_state_dict: expected a dict, got {type(state_dict).__name__}")
+        checks.flag("load_state_dict", "strict", strict)
         slots = self._slots()
         missing = [k for k in slots if k not in state_dict]
         unexpected = [k for k in state_dict if k not in slots]
@@ -286,12 +382,23 @@ class Module:
         ``device`` and/or floating ``dtype``, keeping the same Tensor objects.
 
         Optimizers made before keep state on the old namespace: make them after.
+        A bad ``xp`` or ``dtype`` is refused before anything moves.
         """
-        for m in self.modules():
-            for table in (m._parameters, m._buffers):
-                for t in table.values():
-                    if t is not None:
-                        _move(t, xp, dtype, device)
+        target = None if xp is None else default_namespace(xp, "Module.to")
+        tensors = [
+            t
+            for m in self.modules()
+            for table in (m._parameters, m._buffers)
+            for t in table.values()
+            if t is not None
+        ]
+        if dtype is not None:
+            _dtype_name(dtype, "Module.to", floating=True)
+            spaces = [target] if target is not None else [t.__array_namespace__() for t in tensors]
+            for ns in {id(n): n for n in spaces}.values():
+                _dtype_in(ns, dtype, "Module.to", floating=True)
+        for t in tensors:
+            _move(t, target, dtype, device)
         return self
 
     # -- display ------------------------------------------------------------------
@@ -318,17 +425,16 @@ class Module:
         return text[id(self)]
 
 
-def _move(t, xp, dtype, device):
-    """Rebind leaf ``t`` onto a buffer in namespace ``xp``/``device``/``dtype`` in place."""
-    from ..namespace import Autodiff
-
-    target = Autodiff(xp) if xp is not None else t.__array_namespace__()
+def _move(t, target, dtype, device):
+    """Rebind leaf ``t`` onto a buffer in namespace ``target`` (a differentiable one, or
+    None: its own)/``device``/``dtype`` in place."""
     src = t.__array_namespace__()
+    target = src if target is None else target
     floating = src.isdtype(t.dtype, "real floating")
     if dtype is not None and floating:
-        new_dtype = _dtype_in(target, dtype)
+        new_dtype = _dtype_in(target, dtype, "Module.to")
     elif target is not src:
-        new_dtype = _dtype_in(target, t.dtype)
+        new_dtype = _dtype_in(target, t.dtype, "Module.to")
     else:
         new_dtype = t.dtype
 
@@ -342,6 +448,14 @@ def _move(t, xp, dtype, device):
     new = convert(t)
     grad = None if t.grad is None else convert(t.grad)
     move_leaf(t, new, grad, rg)
+
+
+def _check_name(owner, name):
+    """A child's or buffer's name: a non-empty str without a dot (as torch)."""
+    if not isinstance(name, str):
+        raise TypeError(f"{owner}: name must be a str, got {name!r} ({type(name).__name__})")
+    if not name or "." in name:
+        raise ValueError(f"{owner}: name must be non-empty and hold no '.', got {name!r}")
 
 
 class _Container(Module):
@@ -369,12 +483,13 @@ class Sequential(_Container):
 
     def __init__(self, *modules):
         super().__init__()
-        if len(modules) == 1 and isinstance(modules[0], dict):
-            for k, m in modules[0].items():
-                self.add_module(str(k), m)
-        else:
-            for i, m in enumerate(modules):
-                self.add_module(str(i), m)
+        items = modules[0].items() if len(modules) == 1 and isinstance(modules[0], dict) else None
+        for k, m in items if items is not None else enumerate(modules):
+            if not isinstance(m, Module):
+                raise TypeError(
+                    f"Sequential: module {k!r} must be a Module, got {type(m).__name__}"
+                )
+            self.add_module(str(k), m)
 
     def forward(self, x):
         for m in self._modules.values():
@@ -387,7 +502,13 @@ class ModuleList(_Container):
 
     def __init__(self, modules=()):
         super().__init__()
-        for m in modules:
+        if isinstance(modules, Module) or not hasattr(modules, "__iter__"):
+            raise TypeError(
+                f"ModuleList: modules must be an iterable of Modules, got {type(modules).__name__}"
+            )
+        for i, m in enumerate(modules):
+            if not isinstance(m, Module):
+                raise TypeError(f"ModuleList: module {i} must be a Module, got {type(m).__name__}")
             self.append(m)
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 
-from . import functional as F
+from .. import checks
 from . import init
-from .attention import _scores, _split_heads
-from .layers import Linear, factory, parameter, sizes
+from .activations import softmax
+from .attention import _rope, _scores, _sdpa_checked, _self_attention_packed, _split_heads
+from .layers import Linear, factory, flags, parameter, sizes
+from .linear import linear
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
@@ -33,8 +35,11 @@ class MultiheadAttention(Module):
                  rope=False, rope_base=10000.0, xp=None, dtype=None, device=None,
                  generator=None):  # fmt: skip
         super().__init__()
-        sizes("MultiheadAttention", ("embed_dim", "num_heads"), embed_dim=embed_dim,
-              num_heads=num_heads)  # fmt: skip
+        name = "MultiheadAttention"
+        sizes(name, ("embed_dim", "num_heads"), embed_dim=embed_dim, num_heads=num_heads)
+        checks.number(name, "dropout", dropout, 0.0, 1.0)
+        flags(name, bias=bias, batch_first=batch_first, rope=rope)
+        checks.number(name, "rope_base", rope_base, low=0, open_low=True)
         if embed_dim % num_heads:
             raise ValueError(
                 f"MultiheadAttention: embed_dim={embed_dim} is not divisible by "
@@ -48,9 +53,9 @@ class MultiheadAttention(Module):
         head_dim = embed_dim // num_heads
         if rope and head_dim % 2:
             raise ValueError(f"MultiheadAttention: rope needs an even head dim, got {head_dim}")
-        xp, dtype, device = factory(xp, dtype, device)
+        xp, dtype, device = factory(xp, dtype, device, name, generator)
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, head_dim
-        self.batch_first, self.rope, self.rope_base = batch_first, rope, rope_base
+        self.batch_first, self.rope, self.rope_base = batch_first, rope, float(rope_base)
         w = parameter(xp, (3 * embed_dim, embed_dim), dtype, device)
         self.in_proj_weight = init.xavier_uniform_(w, generator=generator)
         self.in_proj_bias = parameter(xp, (3 * embed_dim,), dtype, device) if bias else None
@@ -65,7 +70,7 @@ class MultiheadAttention(Module):
         # instead costs full-size zero buffers in the backward pass).
         w, b, E = self.in_proj_weight, self.in_proj_bias, self.embed_dim
         return [
-            F.linear(x, w[i * E : (i + 1) * E, :], None if b is None else b[i * E : (i + 1) * E])
+            linear(x, w[i * E : (i + 1) * E, :], None if b is None else b[i * E : (i + 1) * E])
             for i, x in enumerate((query, key, value))
         ]
 
@@ -101,6 +106,10 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
+        name = "MultiheadAttention"
+        need_weights = checks.flag(name, "need_weights", need_weights)
+        average_attn_weights = checks.flag(name, "average_attn_weights", average_attn_weights)
+        is_causal = checks.flag(name, "is_causal", is_causal)
         xp = self.in_proj_weight.__array_namespace__()
         E, h, d = self.embed_dim, self.num_heads, self.head_dim
         if query.shape[-1] != E or key.shape[-1] != E or value.shape[-1] != E:
@@ -124,12 +133,12 @@ class MultiheadAttention(Module):
             # Self-attention: one matmul for q, k and v, and one op that splits the
             # heads, attends and merges them (its rule stacks dq, dk, dv straight into
             # the matmul's layout).
-            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
-            out = F.self_attention_packed(qkv, h, mask, is_causal=is_causal)
+            qkv = linear(query, self.in_proj_weight, self.in_proj_bias)
+            out = _self_attention_packed(qkv, h, mask, is_causal, None)
             return self._finish(xp, out, qkv, mask, is_causal, need_weights,
                                 average_attn_weights, unbatched)  # fmt: skip
         if same:
-            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
+            qkv = linear(query, self.in_proj_weight, self.in_proj_bias)
             q, k, v = _split_heads(xp, qkv, h)
         else:
             q, k, v = self._project(xp, query, key, value)
@@ -137,8 +146,9 @@ class MultiheadAttention(Module):
             k = xp.permute_dims(xp.reshape(k, (n, S, h, d)), (0, 2, 1, 3))
             v = xp.permute_dims(xp.reshape(v, (n, S, h, d)), (0, 2, 1, 3))
         if self.rope:
-            q, k = F.rope(q, base=self.rope_base), F.rope(k, base=self.rope_base)
-        out = F.scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal)
+            q = _rope(q, None, self.rope_base, False)
+            k = _rope(k, None, self.rope_base, False)
+        out = _sdpa_checked(q, k, v, mask, is_causal, None)
         out = xp.reshape(xp.permute_dims(out, (0, 2, 1, 3)), (n, L, E))
         return self._finish(xp, out, (q, k), mask, is_causal, need_weights,
                             average_attn_weights, unbatched)  # fmt: skip
@@ -151,7 +161,7 @@ class MultiheadAttention(Module):
         if need_weights:
             q, k = qk[:2] if isinstance(qk, tuple) else _split_heads(xp, qk, self.num_heads)[:2]
             scale = 1 / math.sqrt(self.head_dim)
-            weights = F.softmax(_scores(xp, q, k, mask, is_causal, scale), axis=-1)
+            weights = softmax(_scores(xp, q, k, mask, is_causal, scale), axis=-1)
             if average:
                 weights = xp.mean(weights, axis=1)
             if unbatched:

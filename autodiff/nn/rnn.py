@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from . import functional as F
-from .layers import factory, sizes, uniform_parameter
+from .layers import factory, flags, sizes, uniform_parameter
 from .module import Module
 
 __all__ = ["GRUCell", "GRU", "LSTMCell", "GatedMemoryCell"]
@@ -18,9 +18,10 @@ class _Cell(Module):
 
     def __init__(self, input_size, hidden_size, bias, xp, dtype, device, generator):
         super().__init__()
-        sizes(type(self).__name__, ("hidden_size",), input_size=input_size,
-              hidden_size=hidden_size)  # fmt: skip
-        xp, dtype, device = factory(xp, dtype, device)
+        name = type(self).__name__
+        sizes(name, ("hidden_size",), input_size=input_size, hidden_size=hidden_size)
+        flags(name, bias=bias)
+        xp, dtype, device = factory(xp, dtype, device, name, generator)
         self.input_size, self.hidden_size = input_size, hidden_size
         g, k = self.gates * hidden_size, 1.0 / math.sqrt(hidden_size)
         args = (dtype, device, generator)
@@ -81,9 +82,11 @@ class GRU(Module):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  *, xp=None, dtype=None, device=None, generator=None):  # fmt: skip
         super().__init__()
-        sizes(type(self).__name__, ("hidden_size", "num_layers"), input_size=input_size,
+        name = type(self).__name__
+        sizes(name, ("hidden_size", "num_layers"), input_size=input_size,
               hidden_size=hidden_size, num_layers=num_layers)  # fmt: skip
-        xp, dtype, device = factory(xp, dtype, device)
+        flags(name, bias=bias, batch_first=batch_first)
+        xp, dtype, device = factory(xp, dtype, device, name, generator)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first = bias, batch_first
         k = 1.0 / math.sqrt(hidden_size)
@@ -158,9 +161,10 @@ class GatedMemoryCell(Module):
     def __init__(self, memory_size, input_size, bias=True, *, xp=None, dtype=None,
                  device=None, generator=None):  # fmt: skip
         super().__init__()
-        sizes(type(self).__name__, ("memory_size",), memory_size=memory_size,
-              input_size=input_size)  # fmt: skip
-        xp, dtype, device = factory(xp, dtype, device)
+        name = type(self).__name__
+        sizes(name, ("memory_size",), memory_size=memory_size, input_size=input_size)
+        flags(name, bias=bias)
+        xp, dtype, device = factory(xp, dtype, device, name, generator)
         self.memory_size, self.input_size = memory_size, input_size
         k = 1.0 / math.sqrt(memory_size + input_size)
         shape = (memory_size + input_size, memory_size)

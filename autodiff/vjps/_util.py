@@ -55,6 +55,37 @@ def expand(xp, g, shape, axis, keepdims=False):
     return xp.broadcast_to(g, shape)
 
 
+def reduced_shape(shape, axes, keepdims):
+    """The output shape of a reduction of ``shape`` over ``axes``."""
+    if keepdims:
+        return keep_shape(shape, axes)
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def reduction_jvp(rule, real=True):
+    """The JVP of a reduction from its VJP rule: each input element reaches one output
+    element, so ``t_out = sum over the reduced axes of rule(ones) * t`` (``rule(ones)``
+    holds each element's derivative; its real part for a real output of complex input,
+    ``real=False`` for a holomorphic one: ``prod``). For ops
+    ``f(x, *, axis=None, keepdims=False, ...)``."""
+
+    def jvp(xp, ts, ans, x, *, axis=None, keepdims=False, **kw):
+        axes = axes_of(axis, x.ndim)
+        if ans is None:
+            dtype = x.dtype
+            if real and is_complex(xp, x):
+                dtype = xp.float32 if x.dtype == xp.complex64 else xp.float64
+            ones = xp.ones(reduced_shape(x.shape, axes, keepdims), dtype=dtype, device=x.device)
+        else:
+            ones = xp.ones_like(ans)
+        d = rule(xp, ones, ans, x, axis=axis, keepdims=keepdims, **kw) * ts[0]
+        if real and is_complex(xp, d):
+            d = xp.real(d)
+        return xp.sum(d, axis=axes, keepdims=keepdims)
+
+    return jvp
+
+
 def count(shape, axis):
     """Number of elements a reduction over ``axis`` combines."""
     return math.prod(shape[a] for a in axes_of(axis, len(shape)))

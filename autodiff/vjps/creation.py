@@ -100,12 +100,13 @@ for _name in (
     defop(_name, chapter="creation", kind=CONST, style="creation")
 defop("asarray", chapter="creation", kind=CONST, style="creation", public=_asarray_public)
 defop("from_dlpack", chapter="creation", kind=CONST, style="creation", public=_from_dlpack_public)
-defop("tril", _tri("tril"), chapter="creation", saves=())
-defop("triu", _tri("triu"), chapter="creation", saves=())
+defop("tril", _tri("tril"), chapter="creation", saves=(), linear=True)
+defop("triu", _tri("triu"), chapter="creation", saves=(), linear=True)
 defop(
     "meshgrid",
     vjp=_meshgrid,
     chapter="creation",
     impl=lambda B: lambda *arrays, indexing="xy": B.meshgrid(*arrays, indexing=indexing),
     saves=(),
+    linear=True,
 )

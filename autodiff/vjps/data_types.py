@@ -29,6 +29,7 @@ defop(
     chapter="data_types",
     saves=(),
     public=_astype_public,
+    linear=True,
 )
 defop(
     "to_device",
@@ -39,6 +40,7 @@ defop(
     ),
     public=_to_device_public,
     saves=(),
+    linear=True,
     doc="x.to_device(device): the gradient moves back to x's device",
 )
 nondiff("data_types", "can_cast", "finfo", "iinfo", "isdtype", "result_type")

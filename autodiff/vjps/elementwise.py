@@ -1,5 +1,10 @@
 """Element-wise functions. Each rule is ``rule(xp, g, ans, x)`` (or ``x1, x2``);
-broadcasting and dtype casts of the gradient are undone centrally."""
+broadcasting and dtype casts of the gradient are undone centrally.
+
+Forward mode derives their JVPs from these rules (a diagonal map is its own transpose),
+except for the functions that are not holomorphic on complex inputs: ``conj``, ``real``,
+``imag`` are linear (the op applied to the tangent), ``abs`` and ``sign`` have JVP rules
+``jvp(xp, ts, ans, x)`` of their own."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import cmath
 import math
 
 from ..registry import defop
-from ._util import binary, complex_of, conj, nondiff, unary
+from ._util import binary, complex_of, conj, is_complex, nondiff, unary
 
 
 def _is_scalar(v):
@@ -23,6 +28,23 @@ def _sign(xp, g, ans, x):
     return xp.where(a == 0, xp.zeros_like(r), r)
 
 
+def _sign_jvp(xp, ts, ans, x):
+    """(t - sign^2 conj(t)) / (2|z|) for complex z (0 at 0); none for real x."""
+    if not is_complex(xp, x):
+        return None  # piecewise constant
+    (t,) = ts
+    a = xp.abs(x)
+    safe = xp.where(a == 0, xp.ones_like(a), a)
+    r = (t - ans * ans * xp.conj(t)) / (2 * safe)
+    return xp.where(a == 0, xp.zeros_like(r), r)
+
+
+def _abs_jvp(xp, ts, ans, x):
+    """d|z| = Re(conj(sign z) dz); sign(x) dx for real x (abs'(0) = 0)."""
+    r = conj(xp, xp.sign(x)) * ts[0]
+    return xp.real(r) if is_complex(xp, r) else r
+
+
 def _imag(xp, g, ans, x):
     """imag(z) = Re(-i z): the transpose gives -i g (a real input keeps none of it)."""
     return complex_of(xp, g) * (-1j)
@@ -30,7 +52,8 @@ def _imag(xp, g, ans, x):
 
 # -- one argument ------------------------------------------------------------
 # abs'(0) = 0; d|z| = Re(conj(sign z) dz), whose transpose is g conj(sign z)
-unary("abs", lambda xp, g, ans, x: g * conj(xp, xp.sign(x)), twice=False)
+unary("abs", lambda xp, g, ans, x: g * conj(xp, xp.sign(x)), twice=False, jvp=_abs_jvp,
+      holomorphic=False)  # fmt: skip
 unary("acos", lambda xp, g, ans, x: -g / xp.sqrt(1 - x * x), domain=(-1, 1))
 # acosh'(z) = 1 / (sqrt(z - 1) sqrt(z + 1)): for complex z, sqrt(z^2 - 1) is the other
 # branch where Re(z) < 0
@@ -43,7 +66,7 @@ unary("asin", lambda xp, g, ans, x: g / xp.sqrt(1 - x * x), domain=(-1, 1))
 unary("asinh", lambda xp, g, ans, x: g / xp.sqrt(x * x + 1))
 unary("atan", lambda xp, g, ans, x: g / (1 + x * x))
 unary("atanh", lambda xp, g, ans, x: g / (1 - x * x), domain=(-1, 1))
-unary("conj", lambda xp, g, ans, x: conj(xp, g), saves=())
+unary("conj", lambda xp, g, ans, x: conj(xp, g), saves=(), linear=True, holomorphic=False)
 unary("cos", lambda xp, g, ans, x: -g * xp.sin(x))
 unary("cosh", lambda xp, g, ans, x: g * xp.sinh(x))
 unary("exp", lambda xp, g, ans, x: g * ans, saves=(), saves_ans=True)
@@ -54,9 +77,11 @@ unary("log2", lambda xp, g, ans, x: g / (x * math.log(2)), domain=(0, math.inf))
 unary("log10", lambda xp, g, ans, x: g / (x * math.log(10)), domain=(0, math.inf))
 unary("negative", lambda xp, g, ans, x: -g, saves=())
 unary("positive", lambda xp, g, ans, x: g, saves=())
-unary("real", lambda xp, g, ans, x: g, saves=(), keeps_dtype=False)  # Re(z): transpose g
-unary("imag", _imag, saves=(), keeps_dtype=False)
-unary("sign", _sign, saves_ans=True)
+# Re(z): transpose g
+unary("real", lambda xp, g, ans, x: g, saves=(), keeps_dtype=False, linear=True,
+      holomorphic=False)  # fmt: skip
+unary("imag", _imag, saves=(), keeps_dtype=False, linear=True, holomorphic=False)
+unary("sign", _sign, saves_ans=True, jvp=_sign_jvp, holomorphic=False)
 unary("reciprocal", lambda xp, g, ans, x: -g * ans * ans, saves=(), saves_ans=True)
 unary("sin", lambda xp, g, ans, x: g * xp.cos(x))
 unary("sinh", lambda xp, g, ans, x: g * xp.cosh(x))
@@ -208,6 +233,7 @@ defop(
     public=lambda f, rec: lambda x, /, min=None, max=None: f(x, min, max),
     twice=False,
     complex=False,
+    diagonal=True,  # element-wise in x and both bounds: the JVP is derived from the rules
 )
 
 # nextafter(x1, x2) is x1 moved by one ulp: its derivative is that of x1 (1), none in x2

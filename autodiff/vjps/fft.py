@@ -163,7 +163,7 @@ for _name, _rule in (
     ("hfft", _hfft),
     ("ihfft", _ihfft),
 ):
-    defop(f"fft.{_name}", _rule, chapter=CH, saves=())
+    defop(f"fft.{_name}", _rule, chapter=CH, saves=(), linear=True)
 
 defop("fft.fftfreq", chapter=CH, kind=CONST, style="creation")
 defop("fft.rfftfreq", chapter=CH, kind=CONST, style="creation")
@@ -172,10 +172,12 @@ defop(
     lambda xp, g, ans, x, *, axes=None: xp.fft.ifftshift(g, axes=axes),
     chapter=CH,
     saves=(),
+    linear=True,
 )
 defop(
     "fft.ifftshift",
     lambda xp, g, ans, x, *, axes=None: xp.fft.fftshift(g, axes=axes),
     chapter=CH,
     saves=(),
+    linear=True,
 )

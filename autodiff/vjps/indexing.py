@@ -47,8 +47,10 @@ def _is_basic(key):
 
 def _getitem(xp, g, ans, x, *, key):
     """Basic indexing writes g into zeros; array indexing scatter-adds it, so
-    repeated indices accumulate."""
-    if _is_basic(key):
+    repeated indices accumulate. Recorded, basic indexing scatters too (no write in
+    place: under ``vmap`` of a VJP, g holds one cotangent per example and the zeros
+    don't)."""
+    if _is_basic(key) and not xp.records:
         z = xp.zeros(x.shape, dtype=g.dtype, device=g.device)
         parts = key if isinstance(key, tuple) else (key,)
         if any(k is None for k in parts):  # new axes: drop them from g instead
@@ -81,13 +83,26 @@ def _setitem_value(xp, g, ans, x, value, *, key):
     return xp.where(xp.reshape(last, gv.shape), gv, xp.zeros_like(gv))
 
 
-defop("take", _take, chapter="indexing", saves=(1,))
-defop("take_along_axis", _take_along_axis, chapter="indexing", saves=(1,))
+def _setitem_jvp(xp, ts, ans, x, value, *, key):
+    """The old tangent with the written region replaced by the value's tangent."""
+    tx, tv = ts
+    if tx is None:
+        out = xp.zeros(x.shape, dtype=x.dtype, device=x.device)
+    else:
+        out = xp.asarray(tx, copy=True)  # the tangent of x is another node's too
+    out[key] = 0.0 if tv is None else tv
+    return out
+
+
+# gathers and scatter-adds are linear: forward mode applies them to the tangents
+defop("take", _take, chapter="indexing", saves=(1,), linear=True)
+defop("take_along_axis", _take_along_axis, chapter="indexing", saves=(1,), linear=True)
 defop(
     "__getitem__",
     _getitem,
     chapter="indexing",
     saves=(),
+    linear=True,
     impl=lambda B: lambda x, *, key: x[key],
     doc="x[key]: basic slicing and integer or boolean array indexing",
 )
@@ -97,6 +112,7 @@ defop(
     _setitem_value,
     chapter="indexing",
     saves=(),
+    jvp=_setitem_jvp,
     impl=lambda B: None,
     doc="x[key] = value: the gradient flows to the surviving old values and to value",
 )
@@ -108,5 +124,6 @@ defop(
     chapter="kernels",
     impl=_index_add_impl,
     saves=(1,),
+    linear=True,
     doc="out = x; out[..., indices[j], ...] += values[..., j, ...] (duplicates accumulate)",
 )

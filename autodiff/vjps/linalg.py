@@ -24,7 +24,7 @@ invert A, so a second-order backward at an exactly singular A fails as ``inv`` d
 from __future__ import annotations
 
 from ..registry import defop
-from ._util import axes_of, conj, expand, is_complex, keep_shape, nondiff
+from ._util import axes_of, conj, expand, is_complex, keep_shape, nondiff, reduction_jvp
 
 CH = "linalg"
 INF = float("inf")
@@ -424,6 +424,112 @@ def _pinv(xp, g, ans, x, *, rtol=None):
     return _from_adjoint(xp, adjoint, g)
 
 
+# -- JVP rules: ``jvp(xp, ts, ans, *args)``, the derivative applied to the tangents -------
+# (holomorphic functions: the real formulas; the others take real parts where the output
+# is real). ``eig``, ``eigvals``, ``svd``, ``qr`` and ``pinv`` fall back to their VJP rules.
+def _inv_jvp(xp, ts, ans, x):
+    """d(A^-1) = -A^-1 dA A^-1."""
+    return -(ans @ ts[0] @ ans)
+
+
+def _det_jvp(xp, ts, ans, x):
+    """d det = tr(adj(A) dA), with the rule's adjugate (exact at singular matrices; under
+    recording, ``det(A) A^-T``)."""
+    if xp.records:
+        adj_t = ans[..., None, None] * _T(xp, _inverse(xp, x))
+    else:
+        adj_t = _adjugate_T(xp, x)
+    return xp.sum(adj_t * ts[0], axis=(-2, -1))
+
+
+def _slogdet_jvp(xp, ts, ans, x):
+    """With t = tr(A^-1 dA): d logabsdet = Re t, d sign = i sign Im t (0 for real A). The
+    plain pass takes A^-1 = V S^-1 U^H from an SVD (no LinAlgError at a singular A)."""
+    sign = ans[0]
+    if xp.records:
+        ainv = _inverse(xp, x)
+    else:
+        u, s, vh = xp.linalg.svd(x, full_matrices=False)
+        ainv = _H(xp, vh) @ _ratio(xp, _H(xp, u), s[..., :, None])
+    t = xp.sum(_T(xp, ainv) * ts[0], axis=(-2, -1))
+    if not is_complex(xp, x):
+        return None, t
+    return sign * (t - xp.real(t)), xp.real(t)  # i Im(t) = t - Re(t)
+
+
+def _solve_jvp(xp, ts, ans, x1, x2):
+    """X = A^-1 B: dX = A^-1 (dB - dA X) (a 1-D B is a vector)."""
+    ta, tb = ts
+    vector = x2.ndim == 1
+    X = xp.expand_dims(ans, axis=-1) if vector else ans
+    rhs = None if tb is None else (xp.expand_dims(tb, axis=-1) if vector else tb)
+    if ta is not None:
+        d = -(ta @ X)
+        rhs = d if rhs is None else rhs + d
+    r = xp.linalg.solve(x1, rhs)
+    return r[..., 0] if vector else r
+
+
+def _cholesky_jvp(xp, ts, ans, x, *, upper=False):
+    """A = L L^H: dL = L Phi(L^-1 dA L^-H), Phi the lower triangle with half the diagonal
+    (upper: dU = dL^H)."""
+    L = _H(xp, ans) if upper else ans
+    Linv = xp.linalg.solve(L, xp.broadcast_to(_eye_like(xp, L), L.shape))
+    X = Linv @ ts[0] @ _H(xp, Linv)
+    P = xp.tril(X) - _diag_embed(xp, xp.linalg.diagonal(X)) / 2
+    dL = L @ P
+    return _H(xp, dL) if upper else dL
+
+
+def _matrix_power_jvp(xp, ts, ans, x, n):
+    """sum_k A^k dA A^(n-1-k), with A = x (n > 0) or inv(x) and dA = -A dx A (n < 0)."""
+    if n == 0:
+        return None
+    t = ts[0]
+    a = x if n > 0 else xp.linalg.inv(x)
+    if n < 0:
+        t = -(a @ t @ a)
+    m = abs(n)
+    powers = [xp.broadcast_to(_eye_like(xp, a), a.shape)]
+    for _ in range(1, m):
+        powers.append(powers[-1] @ a)
+    return sum(powers[k] @ t @ powers[m - 1 - k] for k in range(m))
+
+
+def _eigh_tangents(xp, t, w, v, vectors=True):
+    """A = V diag(w) V^H, X = V^H dA V: dw = Re diag(X), dV = V (X / E) off the diagonal,
+    E_ij = w_j - w_i (the gauge that keeps diag(V^H dV) zero)."""
+    vh = _H(xp, v)
+    X = vh @ t @ v
+    dw = _re(xp, xp.linalg.diagonal(X))
+    if not vectors:
+        return dw
+    dv = v @ _off(xp, w, _ratio(xp, X, w[..., None, :] - w[..., :, None]))
+    return dw, dv
+
+
+def _eigh_jvp(xp, ts, ans, x):
+    w, v = ans
+    return _eigh_tangents(xp, ts[0], w, v)
+
+
+def _eigvalsh_jvp(xp, ts, ans, x):
+    w, v = xp.linalg.eigh(x)
+    return _eigh_tangents(xp, ts[0], w, v, vectors=False)
+
+
+def _svdvals_jvp(xp, ts, ans, x):
+    """d s = Re diag(U^H dA V)."""
+    u, s, vh = xp.linalg.svd(x, full_matrices=False)
+    return _re(xp, xp.linalg.diagonal(_H(xp, u) @ ts[0] @ _H(xp, vh)))
+
+
+def _matrix_norm_jvp(xp, ts, ans, x, *, keepdims=False, ord="fro"):
+    """A reduction over the last two axes: ``sum(Re(rule(1) * t))`` there."""
+    d = _matrix_norm(xp, xp.ones_like(ans), ans, x, keepdims=keepdims, ord=ord) * ts[0]
+    return xp.sum(_re(xp, d), axis=(-2, -1), keepdims=keepdims)
+
+
 # -- norms ---------------------------------------------------------------------------
 def _vector_norm(xp, g, ans, x, *, axis=None, keepdims=False, ord=2):
     """Gradient of the p-norm of ``|x|`` (complex x: ``conj(sign x)`` times the real one).
@@ -494,24 +600,25 @@ def _matrix_norm(xp, g, ans, x, *, keepdims=False, ord="fro"):
     raise ValueError(f"linalg.matrix_norm: no rule for ord={ord!r}")
 
 
-defop("linalg.inv", _inv, chapter=CH, saves=(), saves_ans=True)
-defop("linalg.det", _det, chapter=CH, saves_ans=True)
-defop("linalg.slogdet", vjp=_slogdet, chapter=CH, saves_ans=True)
-defop("linalg.solve", vjp=_solve, chapter=CH, saves=(0,), saves_ans=True)
-defop("linalg.cholesky", _cholesky, chapter=CH, saves=(), saves_ans=True)
-defop("linalg.trace", _trace, chapter=CH, saves=())
-defop("linalg.diagonal", _diagonal, chapter=CH, saves=(), view=True)
-defop("linalg.outer", vjp=_outer, chapter=CH)
-defop("linalg.cross", vjp=_cross, chapter=CH)
-defop("linalg.vector_norm", _vector_norm, chapter=CH, saves_ans=True)
-defop("linalg.matrix_norm", _matrix_norm, chapter=CH, saves_ans=True)
-defop("linalg.matrix_power", _matrix_power, chapter=CH)
-defop("linalg.eigh", vjp=_eigh, chapter=CH, saves=(), saves_ans=True)
-defop("linalg.eigvalsh", _eigvalsh, chapter=CH)
+defop("linalg.inv", _inv, chapter=CH, saves=(), saves_ans=True, jvp=_inv_jvp)
+defop("linalg.det", _det, chapter=CH, saves_ans=True, jvp=_det_jvp)
+defop("linalg.slogdet", vjp=_slogdet, chapter=CH, saves_ans=True, jvp=_slogdet_jvp)
+defop("linalg.solve", vjp=_solve, chapter=CH, saves=(0,), saves_ans=True, jvp=_solve_jvp)
+defop("linalg.cholesky", _cholesky, chapter=CH, saves=(), saves_ans=True, jvp=_cholesky_jvp)
+defop("linalg.trace", _trace, chapter=CH, saves=(), linear=True)
+defop("linalg.diagonal", _diagonal, chapter=CH, saves=(), view=True, linear=True)
+defop("linalg.outer", vjp=_outer, chapter=CH, bilinear=True)
+defop("linalg.cross", vjp=_cross, chapter=CH, bilinear=True)
+defop("linalg.vector_norm", _vector_norm, chapter=CH, saves_ans=True,
+      jvp=reduction_jvp(_vector_norm))  # fmt: skip
+defop("linalg.matrix_norm", _matrix_norm, chapter=CH, saves_ans=True, jvp=_matrix_norm_jvp)
+defop("linalg.matrix_power", _matrix_power, chapter=CH, jvp=_matrix_power_jvp)
+defop("linalg.eigh", vjp=_eigh, chapter=CH, saves=(), saves_ans=True, jvp=_eigh_jvp)
+defop("linalg.eigvalsh", _eigvalsh, chapter=CH, jvp=_eigvalsh_jvp)
 defop("linalg.eig", vjp=_eig, chapter=CH, saves=(), saves_ans=True)
 defop("linalg.eigvals", _eigvals, chapter=CH)
 defop("linalg.svd", vjp=_svd, chapter=CH, saves=(), saves_ans=True)
-defop("linalg.svdvals", _svdvals, chapter=CH)
+defop("linalg.svdvals", _svdvals, chapter=CH, jvp=_svdvals_jvp)
 defop("linalg.qr", vjp=_qr, chapter=CH, saves_ans=True)
 defop("linalg.pinv", _pinv, chapter=CH, saves_ans=True)
 nondiff(CH, "linalg.matrix_rank")

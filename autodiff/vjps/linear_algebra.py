@@ -59,7 +59,9 @@ def _matrix_transpose(xp, g, ans, x):
 
 for _prefix in ("", "linalg."):
     _chapter = "linalg" if _prefix else "linear_algebra"
-    defop(_prefix + "matmul", vjp=_matmul, chapter=_chapter)
-    defop(_prefix + "tensordot", vjp=_tensordot, chapter=_chapter)
-    defop(_prefix + "vecdot", vjp=_vecdot, chapter=_chapter)
-    defop(_prefix + "matrix_transpose", _matrix_transpose, chapter=_chapter, saves=(), view=True)
+    # vecdot conjugates its first argument: still bilinear over the reals
+    defop(_prefix + "matmul", vjp=_matmul, chapter=_chapter, bilinear=True)
+    defop(_prefix + "tensordot", vjp=_tensordot, chapter=_chapter, bilinear=True)
+    defop(_prefix + "vecdot", vjp=_vecdot, chapter=_chapter, bilinear=True)
+    defop(_prefix + "matrix_transpose", _matrix_transpose, chapter=_chapter, saves=(), view=True,
+          linear=True)  # fmt: skip

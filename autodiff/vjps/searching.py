@@ -27,5 +27,6 @@ def _where_false(xp, g, ans, condition, x1, x2):
     return Zeros(xp.where(c, xp.zeros_like(g), g), c)
 
 
-defop("where", None, _where_true, _where_false, chapter="searching", saves=(0,))
+# linear in x1 and x2 (the condition is piecewise constant)
+defop("where", None, _where_true, _where_false, chapter="searching", saves=(0,), linear=True)
 nondiff("searching", "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted")

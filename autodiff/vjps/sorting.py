@@ -12,5 +12,11 @@ def _sort(xp, g, ans, x, *, axis=-1, descending=False, stable=True):
     return xp.take_along_axis(g, inverse, axis=axis)
 
 
-defop("sort", _sort, chapter="sorting", twice=False, complex=False)
+def _sort_jvp(xp, ts, ans, x, *, axis=-1, descending=False, stable=True):
+    """The tangents in the order the values were sorted."""
+    order = xp.argsort(x, axis=axis, descending=descending, stable=True)
+    return xp.take_along_axis(ts[0], order, axis=axis)
+
+
+defop("sort", _sort, chapter="sorting", twice=False, complex=False, jvp=_sort_jvp)
 nondiff("sorting", "argsort")

@@ -1,11 +1,13 @@
-"""Statistical functions: reductions and cumulative sums/products."""
+"""Statistical functions: reductions and cumulative sums/products. ``sum``, ``mean`` and
+``cumulative_sum`` are linear (their JVP is the op on the tangent); the other reductions'
+JVPs come from their VJP rules (``reduction_jvp``); ``cumulative_prod`` falls back."""
 
 from __future__ import annotations
 
 import math
 
 from ..registry import defop
-from ._util import axes_of, conj, count, expand, inverse_permutation, keep_shape
+from ._util import axes_of, conj, count, expand, inverse_permutation, keep_shape, reduction_jvp
 
 
 def _sum(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
@@ -125,12 +127,14 @@ def _cumulative_prod_polynomial(xp, g, x, axis):
     return xp.moveaxis(prefix * inner, -1, axis)
 
 
-defop("sum", _sum, chapter="statistical", saves=())
-defop("mean", _mean, chapter="statistical", saves=())
-defop("max", _extremum, chapter="statistical", saves_ans=True, twice=False, complex=False)
-defop("min", _extremum, chapter="statistical", saves_ans=True, twice=False, complex=False)
-defop("var", _var, chapter="statistical")
-defop("std", _std, chapter="statistical", saves_ans=True)
-defop("prod", _prod, chapter="statistical")
-defop("cumulative_sum", _cumulative_sum, chapter="statistical", saves=())
+defop("sum", _sum, chapter="statistical", saves=(), linear=True)
+defop("mean", _mean, chapter="statistical", saves=(), linear=True)
+defop("max", _extremum, chapter="statistical", saves_ans=True, twice=False, complex=False,
+      jvp=reduction_jvp(_extremum))  # fmt: skip
+defop("min", _extremum, chapter="statistical", saves_ans=True, twice=False, complex=False,
+      jvp=reduction_jvp(_extremum))  # fmt: skip
+defop("var", _var, chapter="statistical", jvp=reduction_jvp(_var))
+defop("std", _std, chapter="statistical", saves_ans=True, jvp=reduction_jvp(_std))
+defop("prod", _prod, chapter="statistical", jvp=reduction_jvp(_prod, real=False))
+defop("cumulative_sum", _cumulative_sum, chapter="statistical", saves=(), linear=True)
 defop("cumulative_prod", _cumulative_prod, chapter="statistical")

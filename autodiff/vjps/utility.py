@@ -44,5 +44,6 @@ defop(
         )
     ),
     saves=(),
+    linear=True,
 )
 nondiff("utility", "all", "any", "isin")

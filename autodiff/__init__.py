@@ -31,7 +31,7 @@ _mount_backends()
 
 # vjps (the standard's ops) and nn.functional (the extension ops) fill the registry,
 # which imports neither.
-from . import nn, optim, registry, vjps  # noqa: E402, F401
+from . import batch_rules, nn, optim, registry, vjps  # noqa: E402, F401
 from .checkpoint import checkpoint  # noqa: E402
 from .graph import detect_anomaly, enable_grad, is_grad_enabled, no_grad  # noqa: E402
 from .io import load, save  # noqa: E402

@@ -149,8 +149,9 @@ class Op:
     whose JVP must then be written (or it falls back)."""
     batch: Callable | None = None
     """The batching rule (``vmap``), ``batch(c, *args, **kwargs)`` with the batch axis first
-    in the batched arguments (see ``autodiff/batching.py``); None: the table there, or one
-    derived from the metadata (element-wise styles), gives it, else a loop over examples."""
+    in the batched arguments (see ``autodiff/batching.py``); None: the table of
+    ``autodiff/batch_rules.py``, or one derived from the metadata (element-wise styles),
+    gives it, else a loop over examples."""
 
     def __post_init__(self):
         self.joint = callable(self.vjp)

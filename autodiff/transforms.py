@@ -4,7 +4,7 @@ jacobian, hessian, custom_vjp, vmap (its machinery in ``batching.py``).
 Arguments may be raw backend arrays (wrapped on entry, so a function written
 only against the standard, ``xp = array_namespace(x)``, becomes differentiable)
 or Tensors. Differentiating with respect to a Tensor that itself requires grad
-records the derivative, so transforms nest: ``hessian = jacobian(grad(f))``.
+records the derivative, so transforms nest: ``hessian = jacfwd(jacrev(f))``.
 """
 
 from __future__ import annotations
@@ -406,13 +406,74 @@ def hvp(f, primals, tangents):
 
 
 def jacfwd(f, argnums=0):
-    """The Jacobian by forward mode (``forward.jacfwd``): ``jacfwd(f)(x)`` has shape
-    ``f(x).shape + x.shape``, one forward pass per element of ``x``."""
-    inner = _forward.jacfwd(f, argnums)
+    """The Jacobian by forward mode (JAX's ``jacfwd``): ``jacfwd(f)(x)`` has shape
+    ``f(x).shape + x.shape``: ``f`` recorded once, then one forward pass per element of
+    ``x`` (an ``R^1 -> R^n`` function costs one pass); inside vmap, ``vmap`` of ``jvp``
+    over the rows of the identity. A tuple ``argnums`` gives a tuple of Jacobians; a
+    function returning a tree gives the tree of them. Inputs must be real; outputs may
+    be complex."""
+
+    looped = _forward.jacfwd(f, argnums)
 
     @functools.wraps(f)
     def wrapper(*args):
-        return _in_kind(_picked(args, argnums), inner(*args))
+        if not (batching.depth[0] and batching.active()):
+            # outside vmap, the recorded graph takes one tangent per pass: as fast for a
+            # few inputs, and custom_jvp rules apply (vmap runs their plain function)
+            return _in_kind(_picked(args, argnums), looped(*args))
+        nums = _argnums(args, argnums, "jacfwd")
+        others = [a for i, a in enumerate(args) if i not in nums]
+        primals = [args[i] for i in nums]
+        rec = _namespace_of(primals + others, "jacfwd")
+        lifted = [a if i in nums else _lift_constants(a, rec) for i, a in enumerate(args)]
+        B, xp = rec.backend, rec.xp
+        dense = []
+        for i, p in zip(nums, primals):
+            if isinstance(p, (int, float)) and not isinstance(p, bool):
+                p = B.asarray(float(p))
+            if not isinstance(p, (Tensor, batching.Batched)) and not B.is_array(p):
+                raise TypeError(f"jacfwd: expected an array or a Tensor, got {type(p).__name__}")
+            if rec.is_complex(p.dtype):
+                raise TypeError(
+                    f"jacfwd: argument {i} is complex ({p.dtype}); the Jacobian of a function "
+                    "of complex inputs that need not be holomorphic is no complex matrix: "
+                    "use jvp, or differentiate with respect to the real and imaginary parts"
+                )
+            dense.append(p)
+
+        def g(*ps):
+            full = list(lifted)
+            for i, p in zip(nums, ps):
+                full[i] = p
+            return f(*full)
+
+        def zeros(p):
+            return (
+                xp.zeros_like(p) if isinstance(p, (Tensor, batching.Batched)) else B.zeros_like(p)
+            )
+
+        jacs = []
+        for k, p in enumerate(dense):
+            shape = tuple(p.shape)
+            n = math.prod(shape)
+            raw = p.data if isinstance(p, (Tensor, batching.Batched)) else p
+            eye = B.eye(n, dtype=p.dtype, device=B.device_of(raw))
+            eye = rec.wrap(B.reshape(eye, (n,) + shape))
+
+            def push(t, k=k):
+                tangents = [t if j == k else zeros(q) for j, q in enumerate(dense)]
+                return _forward.jvp(g, tuple(dense), tuple(tangents))[1]
+
+            # the columns: (n,) + out.shape per output, put last and split as x's shape
+            cols = vmap(push, out_axes=-1)(eye)
+            jacs.append(pytree.tree_map(lambda c: xp.reshape(c, tuple(c.shape[:-1]) + shape), cols))
+        if isinstance(argnums, int):
+            result = jacs[0]
+        else:  # a tree of tuples: per output, one Jacobian per argument
+            flat = [pytree.flatten(j)[0] for j in jacs]
+            td = pytree.flatten(jacs[0])[1]
+            result = pytree.unflatten(td, [tuple(col) for col in zip(*flat)])
+        return _in_kind(primals, result)
 
     return wrapper
 
@@ -446,8 +507,9 @@ def _pairing(rec, c, t):
     return xp.sum(c * t)
 
 
-def jacobian(f, argnums=0):
-    """``jacobian(f)(x)`` has shape ``f(x).shape + x.shape``."""
+def _jacobian_looped(f, argnums=0):
+    """``jacobian`` outside vmap: one backward pass per element of the output (custom_vjp
+    rules apply; vmap runs their plain function)."""
 
     @functools.wraps(f)
     def wrapper(*args):
@@ -475,6 +537,56 @@ def jacobian(f, argnums=0):
         for v, r in zip(variables, rows):
             stacked = rec.xp.stack(r, axis=0) if r else rec.wrap(B.zeros((0,) + v.shape))
             jacs.append(rec.xp.reshape(stacked, tuple(out.shape) + tuple(v.shape)))
+        return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs))
+
+    return wrapper
+
+
+def jacobian(f, argnums=0):
+    """``jacobian(f)(x)`` has shape ``f(x).shape + x.shape`` (reverse mode, JAX's
+    ``jacrev``): one recorded call of ``f``, then one backward pass per row; inside vmap,
+    one for all the rows at once, ``vmap(vjp_fn)`` over the rows of the identity."""
+
+    looped = _jacobian_looped(f, argnums)
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        if not (batching.depth[0] and batching.active()):
+            return looped(*args)
+        nums = _argnums(args, argnums, "jacobian")
+        others = [a for i, a in enumerate(args) if i not in nums]
+        rec = _namespace_of([args[i] for i in nums] + others, "jacobian")
+        lifted = [a if i in nums else _lift_constants(a, rec) for i, a in enumerate(args)]
+
+        def g(*ps):
+            full = list(lifted)
+            for i, p in zip(nums, ps):
+                full[i] = p
+            return f(*full)
+
+        inputs, out, vjp_fn = _vjp(g, [args[i] for i in nums], "jacobian")
+        if not isinstance(out, (Tensor, batching.Batched)):
+            raise TypeError(
+                f"jacobian: the function must return a Tensor, got {type(out).__name__}"
+            )
+        if rec.is_complex(out.dtype):
+            raise TypeError(
+                f"jacobian: the function returns complex values ({out.dtype}); the "
+                "Jacobian of a function that need not be holomorphic is no complex "
+                "matrix: differentiate a real function of it, or use vjp / jvp"
+            )
+        B, xp = rec.backend, rec.xp
+        n = math.prod(out.shape)
+        device = B.device_of(out.data)
+        eye = B.reshape(B.eye(n, dtype=out.dtype, device=device), (n,) + tuple(out.shape))
+        rows = vmap(vjp_fn)(rec.wrap(eye)) if n else [None] * len(inputs.variables)
+        jacs = []
+        with graph.enable_grad() if inputs.nested else graph.no_grad():
+            for v, r in zip(inputs.variables, rows):
+                shape = tuple(out.shape) + tuple(v.shape)
+                if r is None:
+                    r = rec.wrap(B.zeros(shape, dtype=v.dtype, device=device))
+                jacs.append(xp.reshape(r, shape))
         return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs))
 
     return wrapper
@@ -624,7 +736,7 @@ def _custom_grads(bwd, name, rec, xp, g, residuals, *args):
 def vmap(f, in_axes=0, out_axes=0, axis_size=None):
     """``f`` mapped over a batch axis of its arguments, JAX's ``vmap``: ``f`` is written
     for one example and runs once, on all of them at once (each op by its batching rule,
-    see ``autodiff/batching.py``).
+    see ``autodiff/batching.py``, its rules in ``autodiff/batch_rules.py``).
 
     ``in_axes``: per positional argument (a tuple), or for all (an int or None), the axis
     to map over; None: the argument is the same for every example; a tree (dict, tuple,

@@ -331,3 +331,20 @@ def test_jvp_inside_vmap_gives_one_tangent_per_example():
     w = np.array([0.5, -1.0, 2.0])
     per = ad.vmap(lambda x: ad.jvp(lambda w: xp.sum(xp.sin(x * w)), (w,), (np.ones(3),))[1])(X)
     np.testing.assert_allclose(per, (np.cos(X * w) * X).sum(axis=1))
+
+
+def test_jacobians_and_hessians_inside_vmap():
+    import autodiff as ad
+
+    xp = ad.Autodiff(np)
+    X = np.random.default_rng(5).standard_normal((4, 3))
+    f = lambda v: xp.sum(xp.sin(v) * v)  # noqa: E731
+    H = ad.vmap(ad.hessian(f))(X)
+    for x, h in zip(X, H):  # d^2/dx^2 of x sin x = 2 cos x - x sin x, diagonal
+        np.testing.assert_allclose(h, np.diag(2 * np.cos(x) - x * np.sin(x)), rtol=1e-13)
+    A = np.arange(6.0).reshape(2, 3)
+    for jac in (ad.jacfwd, ad.jacrev):
+        J = ad.vmap(jac(lambda v: A @ xp.tanh(v)))(X)
+        assert J.shape == (4, 2, 3)
+        for x, j in zip(X, J):
+            np.testing.assert_allclose(j, A / np.cosh(x) ** 2, rtol=1e-13)

@@ -646,6 +646,34 @@ def _spec_leaves(spec, tree, what, label):
     )
 
 
+def custom_call(args, rebuild):
+    """A custom_vjp / custom_jvp function called inside vmap on batched ``args``: the
+    same kind of function over the whole batch, made by ``rebuild(axes, mapped)`` with
+    its function, fwd and rule each ``mapped`` (vmapped) over the innermost vmap's axis
+    (``axes``: 0 or None per argument), as JAX batches custom rules; so the user's rule
+    is what differentiates it."""
+    level = max(a.levels[-1] for a in args if type(a) is Batched)
+    peeled = [_peel(a, level) for a in args]
+    axes = tuple(0 if mapped else None for _, mapped in peeled)
+    inner = rebuild(axes, _mapped)
+    return _wrap(inner(*[a for a, _ in peeled]), level)
+
+
+def _mapped(f, in_axes):
+    """``vmap(f, in_axes)`` on the namespace of the arguments it is called with."""
+
+    def call(*args):
+        for leaf in _pytree().leaves(list(args)):
+            if isinstance(leaf, (Tensor, Batched)):
+                rec = (leaf.value if type(leaf) is Batched else leaf)._rec
+                break
+        else:
+            raise TypeError("vmap: a custom function's arguments hold no Tensor")
+        return map_call(f, in_axes, 0, None, args, {}, rec)
+
+    return call
+
+
 def _pytree():
     from . import pytree
 
@@ -746,8 +774,9 @@ def map_call(f, in_axes, out_axes, axis_size, args, kwargs, rec):
     raw = not any(
         isinstance(x, (Tensor, Batched)) for leaves in flat for x in leaves
     )  # raw arrays in, raw arrays out (as the other transforms)
-    if raw:
-        results = [r.detach().data if isinstance(r, Tensor) else r for r in results]
+    if raw:  # but a result that depends on a tensor requiring grad (f closes over a
+        # parameter) stays a Tensor: a raw array would cut its graph silently
+        results = [r.data if isinstance(r, Tensor) and not r.requires_grad else r for r in results]
     return pytree.unflatten(out_td, results)
 
 

@@ -806,7 +806,21 @@ class custom_jvp:
         self.jvp_fn = jvp_fn
         return jvp_fn
 
+    def _rebuild(self, axes, mapped):
+        """This function over a whole batch (``batching.custom_call``): the function and
+        the rule mapped over the batch axis of the arguments in ``axes``."""
+        inner = custom_jvp(mapped(self.fun, axes))
+        rule = mapped(self.jvp_fn, (axes, axes))
+        inner.defjvp(lambda primals, tangents: rule(tuple(primals), tuple(tangents)))
+        return inner
+
     def __call__(self, *args):
+        if (
+            self.jvp_fn is not None
+            and batching.depth[0]
+            and any(type(a) is batching.Batched for a in args)
+        ):
+            return batching.custom_call(args, self._rebuild)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if self.jvp_fn is None or not mode.enabled or not any(t.requires_grad for t in tensors):
             return self.fun(*args)

@@ -9,8 +9,10 @@ records the derivative, so transforms nest: ``hessian = jacfwd(jacrev(f))``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import threading
 
 from . import batching, checks, graph, pytree
 from . import forward as _forward
@@ -253,9 +255,12 @@ class _Inputs:
             k += n
         return out
 
-    def give(self, tree):
-        """``tree`` (values the function returned) in the caller's kind."""
-        return pytree.tree_map(_unwrap, tree) if self.raw else tree
+    def give(self, tree, keep=False):
+        """``tree`` (values the function returned) in the caller's kind; with ``keep``
+        (they depend on an enclosing transform's variables) Tensors stay Tensors."""
+        if not self.raw:
+            return tree
+        return pytree.tree_map(_unwrap if keep else _detached, tree)
 
 
 TENSOR, ARRAY, NUMBER = "tensor", "array", "number"
@@ -268,7 +273,9 @@ def _kind(leaf):
 
 
 def _as_kind(g, kind):
-    if kind == TENSOR or not isinstance(g, Tensor):
+    # a result that requires grad (f closes over a tensor an enclosing transform or
+    # backward differentiates) stays a Tensor: a raw array would cut its graph silently
+    if kind == TENSOR or not isinstance(g, Tensor) or g.requires_grad:
         return g
     if kind == NUMBER:
         return g.item()  # a Python number in, a Python number out
@@ -276,6 +283,10 @@ def _as_kind(g, kind):
 
 
 def _unwrap(v):
+    return v.data if isinstance(v, Tensor) and not v.requires_grad else v
+
+
+def _detached(v):
     return v.detach().data if isinstance(v, Tensor) else v
 
 
@@ -314,6 +325,43 @@ def _differentiate(args, argnums, what):
     return args, inputs
 
 
+class _Running(threading.local):
+    depth = 0  # how many transforms' functions are running in this thread
+
+
+_running = _Running()
+
+
+@contextlib.contextmanager
+def _calling():
+    """Run a transform's function (recording); yields how many enclosing transforms are
+    running theirs."""
+    depth = _running.depth
+    _running.depth = depth + 1
+    try:
+        with graph.enable_grad():
+            yield depth
+    finally:
+        _running.depth = depth
+
+
+def _reaches_outer(outs, start):
+    """Whether the graph of ``outs`` recorded since ``start`` reads a tensor recorded
+    before it (by an enclosing transform: ``f`` closes over its variable). Then the
+    gradient must be recorded, or that transform would get zero through it."""
+    stack = [o._node for o in outs if isinstance(o, Tensor) and o._node is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if node.seq < start:
+            return True
+        for e in node.edges:
+            if e is not None and e[0] is not None and e[0] not in seen:
+                seen.add(e[0])
+                stack.append(e[0])
+    return False
+
+
 def _scalar_output(result, what):
     if not isinstance(result, (Tensor, batching.Batched)):
         raise TypeError(f"{what}: the function must return a Tensor, got {type(result).__name__}")
@@ -326,8 +374,9 @@ def value_and_grad(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
+        start = graph.next_seq()
         args, inputs = _differentiate(args, argnums, "grad")
-        with graph.enable_grad():
+        with _calling() as enclosing:
             result = f(*args, **kwargs)
         if has_aux and not (isinstance(result, tuple) and len(result) == 2):
             raise TypeError(
@@ -336,10 +385,11 @@ def value_and_grad(f, argnums=0, has_aux=False):
             )
         out, aux = result if has_aux else (result, None)
         out = _scalar_output(out, "grad")
-        grads = inputs.regroup(_gradients(out, inputs.variables, inputs.nodes))
+        record = bool(enclosing) and _reaches_outer([out], start)
+        grads = inputs.regroup(_gradients(out, inputs.variables, inputs.nodes, record=record))
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
-        value = inputs.give(out if inputs.nested else out.detach())
-        return ((value, inputs.give(aux)) if has_aux else value), g
+        value = inputs.give(out if inputs.nested or record else out.detach(), record)
+        return ((value, inputs.give(aux, record)) if has_aux else value), g
 
     return wrapper
 
@@ -367,18 +417,20 @@ def vjp(f, *primals):
     def given(cotangent):
         return tuple(inputs.regroup(vjp_fn(cotangent)))
 
-    return inputs.give(out), given
+    return inputs.give(out, vjp_fn.record), given
 
 
 def _vjp(f, primals, what):
     """(inputs, output tree of Tensors, a function: cotangent tree -> flat Tensors)."""
+    start = graph.next_seq()
     inputs = _Inputs(primals, what)
-    with graph.enable_grad():
+    with _calling() as enclosing:
         out = f(*inputs.trees)
     outs, out_td = pytree.flatten(out)
     for o in outs:
         if not isinstance(o, (Tensor, batching.Batched)):
             raise TypeError(f"{what}: the function must return Tensors, got {type(o).__name__}")
+    record = bool(enclosing) and _reaches_outer(outs, start)
 
     def vjp_fn(cotangent):
         cots, td = pytree.flatten(cotangent)
@@ -387,8 +439,11 @@ def _vjp(f, primals, what):
                 f"{what}: the cotangent's structure {pytree.describe(td)} is not the "
                 f"output's {pytree.describe(out_td)}"
             )
-        return _gradients(outs, inputs.variables, inputs.nodes, cots, retain_graph=True)
+        return _gradients(
+            outs, inputs.variables, inputs.nodes, cots, retain_graph=True, record=record
+        )
 
+    vjp_fn.record = record
     return inputs, out, vjp_fn
 
 
@@ -513,10 +568,12 @@ def _jacobian_looped(f, argnums=0):
 
     @functools.wraps(f)
     def wrapper(*args):
+        start = graph.next_seq()
         args, inputs = _differentiate(args, argnums, "jacobian")
         variables, nodes = inputs.variables, inputs.nodes
-        with graph.enable_grad():
+        with _calling() as enclosing:
             out = f(*args)
+        record = bool(enclosing) and _reaches_outer([out], start)
         rec = recorder_of(out)
         B = rec.backend
         if rec.is_complex(out.dtype):
@@ -531,13 +588,14 @@ def _jacobian_looped(f, argnums=0):
             onehot = B.reshape(
                 B.astype(B.arange(n, device=B.device_of(out.data)) == k, out.dtype), out.shape
             )
-            for r, gr in zip(rows, _gradients(out, variables, nodes, onehot, retain_graph=True)):
+            grads = _gradients(out, variables, nodes, onehot, retain_graph=True, record=record)
+            for r, gr in zip(rows, grads):
                 r.append(gr)
         jacs = []
         for v, r in zip(variables, rows):
             stacked = rec.xp.stack(r, axis=0) if r else rec.wrap(B.zeros((0,) + v.shape))
             jacs.append(rec.xp.reshape(stacked, tuple(out.shape) + tuple(v.shape)))
-        return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs))
+        return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs), record)
 
     return wrapper
 
@@ -587,7 +645,7 @@ def jacobian(f, argnums=0):
                 if r is None:
                     r = rec.wrap(B.zeros(shape, dtype=v.dtype, device=device))
                 jacs.append(xp.reshape(r, shape))
-        return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs))
+        return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs), vjp_fn.record)
 
     return wrapper
 
@@ -624,6 +682,8 @@ class custom_vjp:
         return self
 
     def __call__(self, *args):
+        if self.fwd is not None and batching.depth[0] and _holds_batched(args):
+            return _custom_under_vmap(self, args)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if self.fwd is None or not mode.enabled or not any(t.requires_grad for t in tensors):
             return self.fun(*args)
@@ -648,6 +708,29 @@ class custom_vjp:
                 )
         data = type(out)(o.data for o in out) if outs is out else out.data
         return rec.record(op, data, args, raws, {}, residuals)
+
+
+def _holds_batched(args):
+    return any(type(a) is batching.Batched for a in args)
+
+
+def _custom_under_vmap(cv, args):
+    """A custom_vjp function called inside vmap (see ``batching.custom_call``)."""
+
+    def rebuild(axes, mapped):
+        inner = custom_vjp(mapped(cv.fun, axes))
+        bwd = mapped(cv.bwd, (0, 0))
+
+        def summed_bwd(residuals, g):  # an argument shared by the examples: their sum
+            grads = _flat(bwd(residuals, g))
+            return tuple(
+                gr if gr is None or ax == 0 else recorder_of(gr).xp.sum(gr, axis=0)
+                for gr, ax in zip(grads, axes)
+            )
+
+        return inner.defvjp(mapped(cv.fwd, axes), summed_bwd)
+
+    return batching.custom_call(args, rebuild)
 
 
 def _custom_residuals(fwd, xp, *args):

@@ -348,3 +348,32 @@ def test_jacobians_and_hessians_inside_vmap():
         assert J.shape == (4, 2, 3)
         for x, j in zip(X, J):
             np.testing.assert_allclose(j, A / np.cosh(x) ** 2, rtol=1e-13)
+
+
+def test_custom_rules_apply_inside_vmap():
+    import autodiff as ad
+
+    xp = ad.Autodiff(np)
+    X = np.random.default_rng(6).standard_normal((4, 3))
+
+    @ad.custom_vjp
+    def f(x, w):
+        return x * w
+
+    # deliberately 3x and 5x the true derivatives: proves the user's rule is applied
+    f.defvjp(lambda x, w: (x * w, (x, w)), lambda r, g: (3.0 * g * r[1], 5.0 * g * r[0]))
+    w = np.array([0.5, 1.0, -2.0])
+    gx = ad.vmap(ad.grad(lambda x: xp.sum(f(x, w))))(X)
+    np.testing.assert_allclose(gx, np.broadcast_to(3.0 * w, X.shape))
+    # w shared by the examples (in_axes None): its cotangent is their sum
+    gw = ad.grad(lambda w: xp.sum(ad.vmap(f, in_axes=(0, None))(X, w)))(w)
+    np.testing.assert_allclose(gw, 5.0 * X.sum(axis=0))
+
+    @ad.custom_jvp
+    def k(x):
+        return xp.sin(x)
+
+    k.defjvp(lambda p, t: (xp.sin(p[0]), 10.0 * xp.cos(p[0]) * t[0]))
+    _, tangent = ad.vmap(lambda x: ad.jvp(k, (x,), (xp.ones_like(x),)))(X)
+    np.testing.assert_allclose(tangent, 10.0 * np.cos(X))
+    np.testing.assert_allclose(ad.vmap(ad.grad(lambda x: xp.sum(k(x))))(X), 10.0 * np.cos(X))

@@ -460,7 +460,7 @@ def hvp(f, primals, tangents):
     return _in_kind((primals, tangents), _forward.hvp(f, primals, tangents))
 
 
-def jacfwd(f, argnums=0):
+def _jacfwd_arrays(f, argnums=0):
     """The Jacobian by forward mode (JAX's ``jacfwd``): ``jacfwd(f)(x)`` has shape
     ``f(x).shape + x.shape``: ``f`` recorded once, then one forward pass per element of
     ``x`` (an ``R^1 -> R^n`` function costs one pass); inside vmap, ``vmap`` of ``jvp``
@@ -600,7 +600,7 @@ def _jacobian_looped(f, argnums=0):
     return wrapper
 
 
-def jacobian(f, argnums=0):
+def _jacrev_arrays(f, argnums=0):
     """``jacobian(f)(x)`` has shape ``f(x).shape + x.shape`` (reverse mode, JAX's
     ``jacrev``): one recorded call of ``f``, then one backward pass per row; inside vmap,
     one for all the rows at once, ``vmap(vjp_fn)`` over the rows of the identity."""
@@ -646,6 +646,59 @@ def jacobian(f, argnums=0):
                     r = rec.wrap(B.zeros(shape, dtype=v.dtype, device=device))
                 jacs.append(xp.reshape(r, shape))
         return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs), vjp_fn.record)
+
+    return wrapper
+
+
+def jacfwd(f, argnums=0):
+    """The Jacobian by forward mode (JAX's ``jacfwd``): ``jacfwd(f)(x)`` has shape
+    ``f(x).shape + x.shape``; one forward pass per element of ``x`` (inside vmap, ``vmap``
+    of ``jvp``). Arguments and outputs may be trees: the result is a tree of the output's
+    structure whose leaves are trees of the argument's (JAX's rule)."""
+    return _on_trees(_jacfwd_arrays, f, argnums, "jacfwd")
+
+
+def jacobian(f, argnums=0):
+    """The Jacobian by reverse mode (JAX's ``jacrev``; also ``ad.jacrev``): one backward
+    pass per element of the output (inside vmap, one ``vmap(vjp_fn)`` for all); trees
+    as :func:`jacfwd`."""
+    return _on_trees(_jacrev_arrays, f, argnums, "jacobian")
+
+
+def _on_trees(core, f, argnums, what):
+    """``core`` (a Jacobian of arrays to one array or a tuple of them) on trees: the
+    arguments' leaves are differentiated one by one, the output's leaves one by one."""
+    direct = core(f, argnums)
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        nums = _argnums(args, argnums, what)
+        if all(pytree.flatten(args[i])[1] == pytree.LEAF for i in nums):
+            return direct(*args)
+        flats = [pytree.flatten(args[i]) for i in nums]
+        leaves = [leaf for ls, _ in flats for leaf in ls]
+        structure = []
+
+        def leaf_call(*ls):
+            full, k = list(args), 0
+            for i, (ls0, td) in zip(nums, flats):
+                full[i] = pytree.unflatten(td, ls[k : k + len(ls0)])
+                k += len(ls0)
+            outs, td = pytree.flatten(f(*full))
+            structure[:] = [td, len(outs)]
+            return outs
+
+        leaf_call(*leaves)  # the output's structure (recorded, then dropped)
+        out_td, n_out = structure
+        per_output = []
+        for o in range(n_out):
+            jac = core(lambda *ls, o=o: leaf_call(*ls)[o], tuple(range(len(leaves))))(*leaves)
+            trees, k = [], 0
+            for ls, td in flats:
+                trees.append(pytree.unflatten(td, list(jac[k : k + len(ls)])))
+                k += len(ls)
+            per_output.append(trees[0] if isinstance(argnums, int) else tuple(trees))
+        return pytree.unflatten(out_td, per_output)
 
     return wrapper
 

@@ -266,3 +266,23 @@ def test_a_closure_over_an_enclosing_variable_keeps_its_gradient():
     model = _mlp()
     s = ad.grad(lambda v: xp.sum(model(v)))(X[:1])
     assert type(s) is np.ndarray and s.shape == (1, 3)
+
+
+@pytest.mark.parametrize("jac", [ad.jacfwd, ad.jacrev])
+def test_jacobians_of_trees_have_the_output_tree_of_argument_trees(jac):
+    x, y = np.array([0.3, 1.2]), np.array([2.0])
+    J = jac(lambda p: {"s": xp.sin(p["x"]) * p["y"], "c": xp.sum(p["x"] ** 2)})({"x": x, "y": y})
+    np.testing.assert_allclose(J["s"]["x"], np.diag(np.cos(x) * 2.0))
+    np.testing.assert_allclose(J["s"]["y"], np.sin(x)[:, None])
+    np.testing.assert_allclose(J["c"]["x"], 2 * x)
+    np.testing.assert_allclose(J["c"]["y"], [0.0])
+
+
+def test_hessian_of_a_tuple_argument():
+    x, y = np.array([0.3, 1.2]), np.array([2.0])
+    (hxx, hxy), (hyx, hyy) = ad.hessian(lambda p: xp.sum(p[0] ** 2 * p[1]))((x, y))
+    # f = y sum(x^2): H_xx = 2y I, H_xy = 2x, H_yy = 0
+    np.testing.assert_allclose(hxx, 4.0 * np.eye(2))
+    np.testing.assert_allclose(hxy, 2 * x[:, None])
+    np.testing.assert_allclose(hyx, 2 * x[None, :])
+    np.testing.assert_allclose(hyy, [[0.0]])

@@ -655,6 +655,7 @@ def _lift_constants(args, nums, rec):
 
 
 def _argnums(args, argnums, what):
+    """``argnums`` as a tuple of indices into ``args`` (checked)."""
     n = len(args)
     nums = checks.integers(what, "argnums", argnums)
     if not nums:

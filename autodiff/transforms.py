@@ -14,7 +14,7 @@ import functools
 import math
 import threading
 
-from . import batching, checks, graph, pytree
+from . import batching, graph, pytree
 from . import forward as _forward
 from .forward import custom_jvp
 from .graph import Node, attach, edge, mode
@@ -298,16 +298,7 @@ def _count(td):
     return sum(_count(c) for c in td[2])
 
 
-def _argnums(args, argnums, what):
-    """``argnums`` as a tuple of indices into ``args`` (checked)."""
-    n = len(args)
-    nums = checks.integers(what, "argnums", argnums)
-    if not nums:
-        raise ValueError(f"{what}: argnums is empty: nothing to differentiate")
-    for i in nums:
-        if not -n <= i < n:
-            raise ValueError(f"{what}: argnums {argnums} out of range for {n} arguments")
-    return tuple(i % n for i in nums)
+_argnums = _forward._argnums  # argnums as a tuple of indices (checked): one home
 
 
 def _differentiate(args, argnums, what):

@@ -593,6 +593,52 @@ def _layer_norm(c, x, w, b, *, k, eps):
     return y
 
 
+def _per_channel_flat(c, a, batched):
+    """A per-channel (C,) argument, or (n, C) per example, as (n * C,)."""
+    if a is None:
+        return None
+    if not batched:
+        a = c.xp.broadcast_to(a, (c.n,) + tuple(a.shape))
+    return c.xp.reshape(a, (-1,))
+
+
+def _batch_norm(c, x, w, b, m, v, *, training, eps):
+    """The batch moved into the channels: (n, N, C, *) -> (N, n * C, *), so each
+    example's channels get their own statistics (and running stats, weights)."""
+    xp, n = c.xp, c.n
+    x = c.lift(x, c.bd[0])
+    shape = tuple(x.shape)
+    xc = xp.reshape(xp.moveaxis(x, 0, 1), (shape[1], n * shape[2]) + shape[3:])
+    args = [_per_channel_flat(c, a, bd) for a, bd in zip((w, b, m, v), c.bd[1:])]
+    y = c.f(xc, *args, training=training, eps=eps)
+    return xp.moveaxis(xp.reshape(y, (shape[1], n) + shape[2:]), 1, 0)
+
+
+def _group_norm(c, x, w, b, *, groups, eps):
+    """The batch folded into N; per-example weights applied after."""
+    bx, bw, bb = c.bd
+    x = c.lift(x, bx)
+    if not bw and not bb:
+        return _unfold(c, c.f(_fold(c, x), w, b, groups=groups, eps=eps))
+    y = _unfold(c, c.f(_fold(c, x), None, None, groups=groups, eps=eps))
+    tail = (1,) * (x.ndim - 3)
+    for p, bp, op in ((w, bw, "mul"), (b, bb, "add")):
+        if p is not None:
+            shape = (p.shape[0], 1, p.shape[1]) if bp else (p.shape[0],)
+            p = c.xp.reshape(p, shape + tail)
+            y = y * p if op == "mul" else y + p
+    return y
+
+
+def _rms_norm(c, x, w, *, k, eps):
+    bx, bw = c.bd
+    x = c.lift(x, bx)
+    if not bw:
+        return c.f(x, w, k=k, eps=eps)
+    y = c.f(x, None, k=k, eps=eps)
+    return y if w is None else y * c.pad(w, x.ndim - 1)
+
+
 def _embedding(c, weight, indices, *, padding_idx):
     xp, n = c.xp, c.n
     bw, bi = c.bd
@@ -648,6 +694,80 @@ def _bce(c, x, y, weight, pos_weight, *, reduction):
         c.pad(a, r) if b and a is not None else a for a, b in zip((weight, pos_weight), c.bd[2:])
     )
     return _per_example(c, c.f(x, y, weight, pos_weight, reduction="none"), reduction)
+
+
+def _pair_loss(c, x, y, *, reduction, **kwargs):
+    """Element-wise losses of two same-shaped arrays (l1, huber, smooth l1)."""
+    x, y = _lift_all(c, (x, y))
+    return _per_example(c, c.f(x, y, reduction="none", **kwargs), reduction)
+
+
+def _kl_div(c, x, y, *, reduction, log_target):
+    x, y = _lift_all(c, (x, y))
+    loss = c.f(x, y, reduction="none", log_target=log_target)
+    if reduction != "batchmean":
+        return _per_example(c, loss, reduction)
+    total = _per_example(c, loss, "sum")
+    return total / loss.shape[1] if loss.ndim > 1 else total
+
+
+def _bce_probs(c, x, y, weight, *, reduction):
+    x, y = _lift_all(c, (x, y))
+    if weight is not None and c.bd[2]:
+        weight = c.pad(weight, x.ndim - 1)
+    return _per_example(c, c.f(x, y, weight, reduction="none"), reduction)
+
+
+def _class_weights(c, w, batched, ndim):
+    """Class weights (C,), or (n, C) batched, as (n, 1, C, 1, ...) against (n, N, C, ...)."""
+    w = c.lift(w, batched)
+    return c.xp.reshape(w, (c.n, 1, w.shape[1]) + (1,) * (ndim - 3))
+
+
+def _nll_loss(c, z, t, w, *, ignore_index, reduction):
+    """The class weights folded into the log-probabilities (loss w_t (-z_t)); 'mean'
+    divides each example by its weights of valid targets (the op on -w)."""
+    xp = c.xp
+    z, t = _lift_all(c, (z, t))
+    kw = {"ignore_index": ignore_index, "reduction": "none"}
+    if w is None:
+        loss = _unfold(c, c.f(_fold(c, z), _fold(c, t), None, **kw))
+        count = None
+        if reduction == "mean" and ignore_index is not None:
+            valid = xp.astype(t != ignore_index, loss.dtype)
+            count = xp.sum(valid, axis=tuple(range(1, valid.ndim)))
+    else:
+        wb = _class_weights(c, w, c.bd[2], z.ndim)
+        loss = _unfold(c, c.f(_fold(c, z * wb), _fold(c, t), None, **kw))
+        count = None
+        if reduction == "mean":
+            mw = -xp.broadcast_to(wb, tuple(z.shape))
+            vw = _unfold(c, c.f(_fold(c, mw), _fold(c, t), None, **kw))
+            count = xp.sum(vw, axis=tuple(range(1, vw.ndim)))
+    if count is not None:
+        count = xp.where(count == 0, xp.ones_like(count), count)
+    return _per_example(c, loss, reduction, count)
+
+
+def _cross_entropy_probs(c, z, y, w, *, reduction, label_smoothing):
+    """The (smoothed) targets times the class weights: the op with no weight."""
+    z, y = _lift_all(c, (z, y))
+    if w is not None:
+        if label_smoothing:
+            y = (1 - label_smoothing) * y + label_smoothing / z.shape[2]
+            label_smoothing = 0.0
+        y = y * _class_weights(c, w, c.bd[2], z.ndim)
+    loss = c.f(_fold(c, z), _fold(c, y), None, reduction="none", label_smoothing=label_smoothing)
+    return _per_example(c, _unfold(c, loss), reduction)
+
+
+def _cosine_similarity(c, x1, x2, *, axis, eps):
+    x1, x2 = _lift_all(c, (x1, x2))
+    return c.f(x1, x2, axis=axis + 1, eps=eps)
+
+
+def _normalize(c, x, *, p, axis, eps):
+    return c.f(x, p=p, axis=axis + 1, eps=eps)
 
 
 def _rope(c, x, positions, **kwargs):
@@ -854,6 +974,7 @@ RULES.update({
     "col2im2d": leading,
     # nn.functional
     **{f"nn.{name}": elementwise for name in ("relu", "sigmoid", "silu", "softplus", "gelu",
+                                               "leaky_relu", "elu", "mish", "hardswish",
                                                "dropout", "scaled_dot_product_attention")},
     "nn.softmax": axis(default=-1, none=FLAT),
     "nn.log_softmax": axis(default=-1, none=FLAT),
@@ -864,10 +985,23 @@ RULES.update({
     "nn.max_pool2d": _pool,
     "nn.avg_pool2d": _pool,
     "nn.layer_norm": _layer_norm,
+    "nn.batch_norm": _batch_norm,
+    "nn.group_norm": _group_norm,
+    "nn.rms_norm": _rms_norm,
     "nn.embedding": _embedding,
     "nn.cross_entropy": _cross_entropy,
     "nn.mse_loss": _mse_loss,
     "nn.binary_cross_entropy_with_logits": _bce,
+    "nn.nll_loss": _nll_loss,
+    "nn.cross_entropy_probs": _cross_entropy_probs,
+    "nn.l1_loss": _pair_loss,
+    "nn.huber_loss": _pair_loss,
+    "nn.smooth_l1_loss": _pair_loss,
+    "nn.kl_div": _kl_div,
+    "nn.binary_cross_entropy": _bce_probs,
+    "nn.cosine_similarity": _cosine_similarity,
+    "nn.normalize": _normalize,
+    "nn.pad": leading,
     "nn.rope": _rope,
     "nn.self_attention_packed": _attention_packed,
     "nn.gru_cell": lambda c, *a: _cell(c, *a, formula=_gru_formula),

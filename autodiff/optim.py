@@ -18,6 +18,7 @@ giving a silently wrong gradient.
 
 The order of floating-point operations follows torch's single-tensor
 (``foreach=False``) kernels, so trajectories agree with torch to rounding.
+The schedules live in :mod:`autodiff._schedules` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -26,9 +27,21 @@ import functools
 import inspect
 import math
 import numbers
-import types
 
 from . import checks
+from ._schedules import (
+    CosineAnnealingLR,
+    CosineAnnealingWarmRestarts,
+    ExponentialLR,
+    LambdaLR,
+    LinearLR,
+    LRScheduler,
+    MultiStepLR,
+    OneCycleLR,
+    ReduceLROnPlateau,
+    SequentialLR,
+    StepLR,
+)
 from .graph import bump, enable_grad
 from .namespace import recorder_of
 from .tensor import Tensor
@@ -38,12 +51,25 @@ __all__ = [
     "SGD",
     "Adam",
     "AdamW",
+    "RMSprop",
+    "Adagrad",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "LBFGS",
     "clip_grad_norm_",
+    "clip_grad_value_",
     "LRScheduler",
     "StepLR",
+    "MultiStepLR",
+    "ExponentialLR",
     "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
     "LinearLR",
     "LambdaLR",
+    "OneCycleLR",
+    "SequentialLR",
+    "ReduceLROnPlateau",
 ]
 
 
@@ -512,6 +538,777 @@ class AdamW(Adam):
         )
 
 
+def _lerp(B, m, g, w):
+    """``m.lerp_(g, w)`` with torch's two formulas (the small-weight one for w < 0.5)."""
+    t = g - m
+    if w < 0.5:
+        t *= w
+        m += t
+        return m
+    t *= 1 - w
+    return B.asarray(g - t)  # numpy makes 0-d results scalars
+
+
+def _pair(v):
+    """A list or tuple as a tuple; anything else as given (the group check names it)."""
+    return tuple(v) if isinstance(v, (list, tuple)) else v
+
+
+def _l2(g, d, wd):
+    """torch's ``grad.add(param, alpha=wd)``: a new array, the gradient left untouched."""
+    return g + wd * d
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton), as torch.optim.RMSprop.
+
+    ``v = alpha*v + (1-alpha)*g*g``; centered: ``ga = lerp(ga, g, 1-alpha)``,
+    ``avg = sqrt(v - ga*ga) + eps``, else ``avg = sqrt(v) + eps``; with momentum
+    ``buf = momentum*buf + g/avg``, ``p -= lr*buf``, else ``p -= lr*g/avg``.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha=0.99,
+        eps=1e-8,
+        weight_decay=0,
+        momentum=0,
+        centered=False,
+        maximize=False,
+    ):
+        defaults = dict(
+            lr=lr,
+            alpha=alpha,
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum=momentum,
+            centered=centered,
+            maximize=maximize,
+        )
+        super().__init__(params, defaults)
+
+    def _check_group(self, group):
+        super()._check_group(group)
+        for key in ("alpha", "eps", "weight_decay", "momentum"):
+            checks.number(self._name, key, group[key], 0)
+
+    def _update(self, p, g, group, state):
+        B = recorder_of(p).backend
+        d = p.data
+        lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+        momentum, wd = group["momentum"], group["weight_decay"]
+        if not state:
+            state["step"] = 0
+            state["square_avg"] = B.zeros_like(d)
+            if momentum > 0:
+                state["momentum_buffer"] = B.zeros_like(d)
+            if group["centered"]:
+                state["grad_avg"] = B.zeros_like(d)
+        if group["maximize"]:
+            g = -g
+        state["step"] += 1
+        if wd != 0:
+            g = _l2(g, d, wd)
+        v = state["square_avg"]
+        t = g * (1 - alpha)
+        t *= g
+        v *= alpha
+        v += t
+        if group["centered"]:
+            ga = state["grad_avg"] = _lerp(B, state["grad_avg"], g, 1 - alpha)
+            avg = B.sqrt(v - ga * ga)
+        else:
+            avg = B.sqrt(v)
+        avg = B.asarray(avg + eps)
+        if momentum > 0:
+            buf = state["momentum_buffer"]
+            buf *= momentum
+            buf += g / avg
+            d -= lr * buf
+        else:
+            t = g * lr
+            t /= avg
+            d -= t
+        return d
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.), as torch.optim.Adagrad.
+
+    ``clr = lr / (1 + (t-1)*lr_decay)``, ``s += g*g`` (``s`` starts at
+    ``initial_accumulator_value``), ``p -= clr * g / (sqrt(s) + eps)``. The state
+    is created with the optimizer, as torch does.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        lr_decay=0,
+        weight_decay=0,
+        initial_accumulator_value=0,
+        eps=1e-10,
+        maximize=False,
+    ):
+        defaults = dict(
+            lr=lr,
+            lr_decay=lr_decay,
+            weight_decay=weight_decay,
+            initial_accumulator_value=initial_accumulator_value,
+            eps=eps,
+            maximize=maximize,
+        )
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                rec = recorder_of(p)
+                B = rec.backend
+                shape, dtype = tuple(p.data.shape), p.data.dtype
+                if rec.is_complex(dtype):  # (real, imaginary) pairs, as _complex_update
+                    shape, dtype = shape + (2,), B.real(p.data).dtype
+                self.state[p] = {
+                    "step": 0,
+                    "sum": B.full(
+                        shape,
+                        group["initial_accumulator_value"],
+                        dtype=dtype,
+                        device=B.device_of(p.data),
+                    ),
+                }
+
+    def _check_group(self, group):
+        super()._check_group(group)
+        for key in ("lr_decay", "weight_decay", "initial_accumulator_value", "eps"):
+            checks.number(self._name, key, group[key], 0)
+
+    def _update(self, p, g, group, state):
+        B = recorder_of(p).backend
+        d = p.data
+        if not state:  # a group added after construction
+            state["step"] = 0
+            state["sum"] = B.full(
+                d.shape, group["initial_accumulator_value"], dtype=d.dtype, device=B.device_of(d)
+            )
+        state["step"] += 1
+        step = state["step"]
+        if group["maximize"]:
+            g = -g
+        if group["weight_decay"] != 0:
+            g = _l2(g, d, group["weight_decay"])
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        s = state["sum"]
+        s += g * g
+        std = B.sqrt(s)
+        std += group["eps"]
+        t = g * clr
+        t /= std
+        d -= t
+        return d
+
+
+class Adamax(Optimizer):
+    """Adamax (Adam with the infinity norm), as torch.optim.Adamax.
+
+    ``m = lerp(m, g, 1-b1)``, ``u = max(b2*u, |g| + eps)``,
+    ``p -= (lr/(1-b1^t)) * m / u``.
+    """
+
+    def __init__(
+        self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, maximize=False
+    ):
+        defaults = dict(
+            lr=lr, betas=_pair(betas), eps=eps, weight_decay=weight_decay, maximize=maximize
+        )
+        super().__init__(params, defaults)
+
+    def _check_group(self, group):
+        super()._check_group(group)
+        for i, b in enumerate(group["betas"]):
+            checks.number(self._name, f"betas[{i}]", b, 0, 1, open_high=True)
+        checks.number(self._name, "eps", group["eps"], 0)
+        checks.number(self._name, "weight_decay", group["weight_decay"], 0)
+
+    def _update(self, p, g, group, state):
+        B = recorder_of(p).backend
+        d = p.data
+        beta1, beta2 = group["betas"]
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = B.zeros_like(d)
+            state["exp_inf"] = B.zeros_like(d)
+        if group["maximize"]:
+            g = -g
+        state["step"] += 1
+        if group["weight_decay"] != 0:
+            g = _l2(g, d, group["weight_decay"])
+        m = state["exp_avg"] = _lerp(B, state["exp_avg"], g, 1 - beta1)
+        u = state["exp_inf"]
+        u *= beta2
+        t = B.abs(g)
+        t += group["eps"]
+        u = state["exp_inf"] = B.asarray(B.maximum(u, t))
+        clr = group["lr"] / (1 - beta1 ** state["step"])
+        t = m * clr
+        t /= u
+        d -= t
+        return d
+
+
+class NAdam(Optimizer):
+    """NAdam (Adam with Nesterov momentum, Dozat), as torch.optim.NAdam.
+
+    ``mu_t = b1*(1 - 0.96^(t*momentum_decay)/2)``, ``P_t = prod mu``;
+    ``m = lerp(m, g, 1-b1)``, ``v = b2*v + (1-b2)*g*g``,
+    ``den = sqrt(v/(1-b2^t)) + eps``,
+    ``p -= lr*(1-mu_t)/(1-P_t) * g/den + lr*mu_{t+1}/(1-P_t*mu_{t+1}) * m/den``.
+    ``mu_product`` is a Python float (torch keeps it in the default dtype).
+    """
+
+    def __init__(
+        self,
+        params,
+        lr=2e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        momentum_decay=4e-3,
+        decoupled_weight_decay=False,
+        maximize=False,
+    ):
+        defaults = dict(
+            lr=lr,
+            betas=_pair(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum_decay=momentum_decay,
+            decoupled_weight_decay=decoupled_weight_decay,
+            maximize=maximize,
+        )
+        super().__init__(params, defaults)
+
+    def _check_group(self, group):
+        super()._check_group(group)
+        for i, b in enumerate(group["betas"]):
+            checks.number(self._name, f"betas[{i}]", b, 0, 1, open_high=True)
+        for key in ("eps", "weight_decay", "momentum_decay"):
+            checks.number(self._name, key, group[key], 0)
+
+    def _update(self, p, g, group, state):
+        B = recorder_of(p).backend
+        d = p.data
+        lr, wd, md = group["lr"], group["weight_decay"], group["momentum_decay"]
+        beta1, beta2 = group["betas"]
+        if not state:
+            state["step"] = 0
+            state["mu_product"] = 1.0
+            state["exp_avg"] = B.zeros_like(d)
+            state["exp_avg_sq"] = B.zeros_like(d)
+        if group["maximize"]:
+            g = -g
+        state["step"] += 1
+        step = state["step"]
+        bias_correction2 = 1 - beta2**step
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                d *= 1 - lr * wd
+            else:
+                g = _l2(g, d, wd)
+        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * md)))
+        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * md)))
+        mu_product = state["mu_product"] = state["mu_product"] * mu
+        m = state["exp_avg"] = _lerp(B, state["exp_avg"], g, 1 - beta1)
+        v = state["exp_avg_sq"]
+        t = g * (1 - beta2)
+        t *= g
+        v *= beta2
+        v += t
+        denom = B.sqrt(v / bias_correction2)
+        denom = B.asarray(denom + group["eps"])
+        mu_product_next = mu_product * mu_next
+        t = g * (lr * (1.0 - mu) / (1.0 - mu_product))
+        t /= denom
+        d -= t
+        t = m * ((lr * mu_next) / (1.0 - mu_product_next))
+        t /= denom
+        d -= t
+        return d
+
+
+class RAdam(Optimizer):
+    """RAdam (rectified Adam, Liu et al.), as torch.optim.RAdam.
+
+    ``m``, ``v`` as Adam; ``rho_inf = 2/(1-b2) - 1``,
+    ``rho_t = rho_inf - 2t*b2^t/(1-b2^t)``; if ``rho_t > 5``:
+    ``p -= lr * m/(1-b1^t) * sqrt(1-b2^t)/(sqrt(v)+eps) * r_t`` with
+    ``r_t = sqrt((rho_t-4)(rho_t-2)rho_inf / ((rho_inf-4)(rho_inf-2)rho_t))``,
+    else ``p -= lr * m/(1-b1^t)``.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        decoupled_weight_decay=False,
+        maximize=False,
+    ):
+        defaults = dict(
+            lr=lr,
+            betas=_pair(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            decoupled_weight_decay=decoupled_weight_decay,
+            maximize=maximize,
+        )
+        super().__init__(params, defaults)
+
+    def _check_group(self, group):
+        super()._check_group(group)
+        for i, b in enumerate(group["betas"]):
+            checks.number(self._name, f"betas[{i}]", b, 0, 1, open_high=True)
+        checks.number(self._name, "eps", group["eps"], 0)
+        checks.number(self._name, "weight_decay", group["weight_decay"], 0)
+
+    def _update(self, p, g, group, state):
+        B = recorder_of(p).backend
+        d = p.data
+        lr, wd = group["lr"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = B.zeros_like(d)
+            state["exp_avg_sq"] = B.zeros_like(d)
+        if group["maximize"]:
+            g = -g
+        state["step"] += 1
+        step = state["step"]
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                d *= 1 - lr * wd
+            else:
+                g = _l2(g, d, wd)
+        m = state["exp_avg"] = _lerp(B, state["exp_avg"], g, 1 - beta1)
+        v = state["exp_avg_sq"]
+        t = g * (1 - beta2)
+        t *= g
+        v *= beta2
+        v += t
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
+        upd = m / bias_correction1
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
+        upd *= lr
+        if rho_t > 5.0:
+            rect = (
+                (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+            ) ** 0.5
+            den = B.sqrt(v)
+            den += group["eps"]
+            # torch's scalar / tensor is tensor.reciprocal() * scalar
+            adaptive = B.asarray(1.0 / den)
+            adaptive *= bias_correction2**0.5
+            upd *= adaptive
+            upd *= rect
+        d -= upd
+        return d
+
+
+def clip_grad_value_(parameters, clip_value):
+    """Clamp every gradient in place to ``[-clip_value, clip_value]``, as torch.
+
+    ``g = clip(g, -clip_value, clip_value)``; parameters without a gradient are skipped.
+    """
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    params = list(parameters)
+    clip_value = float(checks.number("clip_grad_value_", "clip_value", clip_value, 0))
+    for p in params:
+        if not isinstance(p, Tensor):
+            raise TypeError(
+                f"clip_grad_value_: parameters must be Tensors, got a {type(p).__name__}"
+            )
+    for p in params:
+        if p.grad is None:
+            continue
+        B = recorder_of(p).backend
+        g = p.grad.data
+        g[...] = B.clip(g, -clip_value, clip_value)
+        bump(p.grad)
+
+
+def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
+    """The minimizer of the cubic through (x1, f1, g1), (x2, f2, g2), clamped to bounds."""
+    if bounds is not None:
+        xmin_bound, xmax_bound = bounds
+    else:
+        xmin_bound, xmax_bound = (x1, x2) if x1 <= x2 else (x2, x1)
+    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+    d2_square = d1**2 - g1 * g2
+    if d2_square >= 0:
+        d2 = math.sqrt(d2_square)
+        if x1 <= x2:
+            min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+        else:
+            min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+        return min(max(min_pos, xmin_bound), xmax_bound)
+    return (xmin_bound + xmax_bound) / 2.0
+
+
+def _strong_wolfe(dot, amax, obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9,
+                  tolerance_change=1e-9, max_ls=25):  # fmt: skip
+    """torch's line search (bracketing, then cubic zoom) for the strong Wolfe conditions."""
+    d_norm = amax(d)
+    f_new, g_new = obj_func(x, t, d)
+    ls_func_evals = 1
+    gtd_new = dot(g_new, d)
+    t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
+    done = False
+    ls_iter = 0
+    while ls_iter < max_ls:
+        if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
+            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
+            bracket_g, bracket_gtd = [g_prev, g_new], [gtd_prev, gtd_new]
+            break
+        if abs(gtd_new) <= -c2 * gtd:
+            bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
+            done = True
+            break
+        if gtd_new >= 0:
+            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
+            bracket_g, bracket_gtd = [g_prev, g_new], [gtd_prev, gtd_new]
+            break
+        min_step = t + 0.01 * (t - t_prev)
+        max_step = t * 10
+        tmp = t
+        t = _cubic_interpolate(
+            t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step)
+        )
+        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new, gtd_new
+        f_new, g_new = obj_func(x, t, d)
+        ls_func_evals += 1
+        gtd_new = dot(g_new, d)
+        ls_iter += 1
+    if ls_iter == max_ls:
+        bracket, bracket_f, bracket_g = [0, t], [f, f_new], [g, g_new]
+    insuf_progress = False
+    low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
+    while not done and ls_iter < max_ls:
+        if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
+            break
+        t = _cubic_interpolate(
+            bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1]
+        )
+        eps = 0.1 * (max(bracket) - min(bracket))
+        if min(max(bracket) - t, t - min(bracket)) < eps:
+            if insuf_progress or t >= max(bracket) or t <= min(bracket):
+                if abs(t - max(bracket)) < abs(t - min(bracket)):
+                    t = max(bracket) - eps
+                else:
+                    t = min(bracket) + eps
+                insuf_progress = False
+            else:
+                insuf_progress = True
+        else:
+            insuf_progress = False
+        f_new, g_new = obj_func(x, t, d)
+        ls_func_evals += 1
+        gtd_new = dot(g_new, d)
+        ls_iter += 1
+        if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low_pos]:
+            bracket[high_pos] = t
+            bracket_f[high_pos] = f_new
+            bracket_g[high_pos] = g_new
+            bracket_gtd[high_pos] = gtd_new
+            low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
+        else:
+            if abs(gtd_new) <= -c2 * gtd:
+                done = True
+            elif gtd_new * (bracket[high_pos] - bracket[low_pos]) >= 0:
+                bracket[high_pos] = bracket[low_pos]
+                bracket_f[high_pos] = bracket_f[low_pos]
+                bracket_g[high_pos] = bracket_g[low_pos]
+                bracket_gtd[high_pos] = bracket_gtd[low_pos]
+            bracket[low_pos] = t
+            bracket_f[low_pos] = f_new
+            bracket_g[low_pos] = g_new
+            bracket_gtd[low_pos] = gtd_new
+    return bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], ls_func_evals
+
+
+class LBFGS(Optimizer):
+    """L-BFGS (limited-memory BFGS), as torch.optim.LBFGS.
+
+    ``step(closure)`` runs up to ``max_iter`` iterations, re-evaluating the loss
+    through the closure.
+    The direction is ``d = -H g`` by the two-loop recursion over the last
+    ``history_size`` pairs ``s = t*d``, ``y = g_new - g`` (kept when ``y.s > 1e-10``),
+    ``H0 = (y.s)/(y.y)``; the step is ``t = lr`` (the first one
+    ``min(1, 1/|g|_1)*lr``), or found by the strong-Wolfe line search
+    (``line_search_fn="strong_wolfe"``). All parameters form one flat vector (complex
+    ones as (real, imaginary) pairs), so there is a single parameter group.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr=1,
+        max_iter=20,
+        max_eval=None,
+        tolerance_grad=1e-7,
+        tolerance_change=1e-9,
+        history_size=100,
+        line_search_fn=None,
+    ):
+        checks.integer("LBFGS", "max_iter", max_iter, 1)
+        if max_eval is None:
+            max_eval = max_iter * 5 // 4
+        defaults = dict(
+            lr=lr,
+            max_iter=max_iter,
+            max_eval=max_eval,
+            tolerance_grad=tolerance_grad,
+            tolerance_change=tolerance_change,
+            history_size=history_size,
+            line_search_fn=line_search_fn,
+        )
+        super().__init__(params, defaults)
+        self._params = self.param_groups[0]["params"]
+
+    def add_param_group(self, param_group):
+        if self.param_groups:
+            raise ValueError("LBFGS: doesn't support parameter groups (per-parameter options)")
+        super().add_param_group(param_group)
+
+    def _check_group(self, group):
+        name = self._name
+        checks.number(name, "lr", group["lr"], 0)
+        checks.integer(name, "max_iter", group["max_iter"], 1)
+        checks.integer(name, "max_eval", group["max_eval"], 1)
+        checks.number(name, "tolerance_grad", group["tolerance_grad"], 0)
+        checks.number(name, "tolerance_change", group["tolerance_change"], 0)
+        checks.integer(name, "history_size", group["history_size"], 1)
+        checks.choice(name, "line_search_fn", group["line_search_fn"], (None, "strong_wolfe"))
+
+    # -- the flat vector -------------------------------------------------------
+    def _backend(self):
+        return recorder_of(self._params[0]).backend
+
+    def _flat_parts(self, rec, a):
+        B = rec.backend
+        if rec.is_complex(a.dtype):
+            a = B.stack([B.real(a), B.imag(a)], axis=-1)
+        return B.reshape(a, (-1,))
+
+    def _gather_flat_grad(self):
+        views = []
+        for p in self._params:
+            rec = recorder_of(p)
+            B = rec.backend
+            if p.grad is None:
+                views.append(B.reshape(B.zeros_like(self._flat_parts(rec, p.data)), (-1,)))
+            else:
+                views.append(self._flat_parts(rec, p.grad.data))
+        return self._backend().concat(views, axis=0)
+
+    def _write(self, p, new):
+        """Put the flat values ``new`` (pairs for a complex p) into p's buffer."""
+        rec = recorder_of(p)
+        B = rec.backend
+        if rec.is_complex(p.data.dtype):
+            new = B.reshape(new, tuple(p.data.shape) + (2,))
+            dt = p.data.dtype
+            new = B.astype(new[..., 0], dt) + B.astype(new[..., 1], dt) * 1j
+        else:
+            new = B.reshape(new, tuple(p.data.shape))
+        try:
+            p.data[...] = new
+        except (TypeError, ValueError):  # an immutable backend: rebind
+            p.data = new
+        bump(p)
+
+    def _add_grad(self, step_size, update):
+        offset = 0
+        for p in self._params:
+            rec = recorder_of(p)
+            flat = self._flat_parts(rec, p.data)
+            n = flat.shape[0]
+            self._write(p, flat + step_size * update[offset : offset + n])
+            offset += n
+
+    def _clone_param(self):
+        return [self._flat_parts(recorder_of(p), recorder_of(p).backend.asarray(p.data, copy=True))
+                for p in self._params]  # fmt: skip
+
+    def _set_param(self, params_data):
+        for p, x in zip(self._params, params_data):
+            self._write(p, x)
+
+    def _directional_evaluate(self, closure, x, t, d):
+        self._add_grad(t, d)
+        loss = float(closure())
+        flat_grad = self._gather_flat_grad()
+        self._set_param(x)
+        return loss, flat_grad
+
+    def step(self, closure):
+        """Up to ``max_iter`` L-BFGS iterations; ``closure`` zeroes the gradients,
+        computes the loss, calls ``backward`` and returns the loss. Returns the loss
+        of the first evaluation."""
+        checks.function("LBFGS.step", "closure", closure)
+        B = self._backend()
+
+        def evaluate():
+            with enable_grad():
+                return closure()
+
+        def dot(a, b):
+            return float(B.sum(a * b))
+
+        def amax(a):
+            return float(B.max(B.abs(a)))
+
+        group = self.param_groups[0]
+        lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
+        line_search_fn, history_size = group["line_search_fn"], group["history_size"]
+        state = self.state.setdefault(self._params[0], {})
+        state.setdefault("func_evals", 0)
+        state.setdefault("n_iter", 0)
+        orig_loss = evaluate()
+        loss = float(orig_loss)
+        current_evals = 1
+        state["func_evals"] += 1
+        flat_grad = self._gather_flat_grad()
+        if amax(flat_grad) <= tolerance_grad:
+            return orig_loss
+        d, t = state.get("d"), state.get("t")
+        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
+        H_diag = state.get("H_diag")
+        prev_flat_grad, prev_loss = state.get("prev_flat_grad"), state.get("prev_loss")
+        n_iter = 0
+        while n_iter < max_iter:
+            n_iter += 1
+            state["n_iter"] += 1
+            if state["n_iter"] == 1:
+                d = -flat_grad
+                old_dirs, old_stps, ro = [], [], []
+                H_diag = 1
+            else:
+                y = flat_grad - prev_flat_grad
+                s = d * t
+                ys = dot(y, s)
+                if ys > 1e-10:
+                    if len(old_dirs) == history_size:
+                        old_dirs.pop(0)
+                        old_stps.pop(0)
+                        ro.pop(0)
+                    old_dirs.append(y)
+                    old_stps.append(s)
+                    ro.append(1.0 / ys)
+                    H_diag = ys / dot(y, y)
+                num_old = len(old_dirs)
+                if "al" not in state:
+                    state["al"] = [None] * history_size
+                al = state["al"]
+                q = -flat_grad
+                for i in range(num_old - 1, -1, -1):
+                    al[i] = dot(old_stps[i], q) * ro[i]
+                    q = q + (-al[i]) * old_dirs[i]
+                r = q * H_diag
+                for i in range(num_old):
+                    be_i = dot(old_dirs[i], r) * ro[i]
+                    r = r + (al[i] - be_i) * old_stps[i]
+                d = r
+            prev_flat_grad = B.asarray(flat_grad, copy=True)
+            prev_loss = loss
+            if state["n_iter"] == 1:
+                t = min(1.0, 1.0 / float(B.sum(B.abs(flat_grad)))) * lr
+            else:
+                t = lr
+            gtd = dot(flat_grad, d)
+            if gtd > -tolerance_change:
+                break
+            ls_func_evals = 0
+            if line_search_fn is not None:
+                x_init = self._clone_param()
+
+                def obj_func(x, t, d):
+                    return self._directional_evaluate(evaluate, x, t, d)
+
+                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
+                    dot, amax, obj_func, x_init, t, d, loss, flat_grad, gtd,
+                    max_ls=max_eval - current_evals,
+                )  # fmt: skip
+                self._add_grad(t, d)
+                opt_cond = amax(flat_grad) <= tolerance_grad
+            else:
+                self._add_grad(t, d)
+                if n_iter != max_iter:
+                    loss = float(evaluate())
+                    flat_grad = self._gather_flat_grad()
+                    opt_cond = amax(flat_grad) <= tolerance_grad
+                    ls_func_evals = 1
+            current_evals += ls_func_evals
+            state["func_evals"] += ls_func_evals
+            if n_iter == max_iter or current_evals >= max_eval or opt_cond:
+                break
+            if amax(d * t) <= tolerance_change:
+                break
+            if abs(loss - prev_loss) < tolerance_change:
+                break
+        state.update(
+            d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
+            prev_flat_grad=prev_flat_grad, prev_loss=prev_loss,
+        )  # fmt: skip
+        return orig_loss
+
+    def state_dict(self):
+        """As torch: the state of the first parameter holds the whole history (flat
+        arrays and lists of them, copied)."""
+        sd = super().state_dict()
+        B = self._backend()
+        for s in sd["state"].values():
+            for k, v in s.items():
+                if isinstance(v, list):
+                    s[k] = [B.asarray(a, copy=True) if _is_array(a) else a for a in v]
+        return sd
+
+    def load_state_dict(self, state_dict):
+        """Restore a :meth:`state_dict` (arrays copied onto the parameters' namespace)."""
+        name = "LBFGS.load_state_dict"
+        if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(state_dict):
+            raise ValueError(f"{name}: expected a dict with 'state' and 'param_groups'")
+        groups = state_dict["param_groups"]
+        if len(groups) != 1 or len(groups[0]["params"]) != len(self._params):
+            raise ValueError(f"{name}: expected one group of {len(self._params)} parameters")
+        saved = {k: v for k, v in groups[0].items() if k != "params"}
+        self._check_group({**self.defaults, **saved})
+        B = self._backend()
+        p0 = self._params[0].data
+        dev = B.device_of(p0)
+
+        def conv(v):
+            if _is_array(v):
+                return B.asarray(v, dtype=B.real(p0).dtype, device=dev, copy=True)
+            if isinstance(v, list):
+                return [conv(a) for a in v]
+            return v
+
+        index = dict(zip(groups[0]["params"], self._params))
+        state = {}
+        for idx, entry in state_dict["state"].items():
+            if idx not in index:
+                raise ValueError(f"{name}: state of parameter {idx}, which no group lists")
+            state[index[idx]] = {k: conv(v) for k, v in entry.items()}
+        self.state = state
+        self.param_groups = [{**saved, "params": self._params}]
+
+
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Scale the gradients in place so that their joint norm is at most ``max_norm``.
 
@@ -553,170 +1350,3 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         g.data *= c
         bump(g)
     return rec.wrap(total)
-
-
-# -- learning-rate schedules ---------------------------------------------------
-class LRScheduler:
-    """Base of the schedules (torch.optim.lr_scheduler semantics).
-
-    Construction records ``initial_lr`` in each group and takes the first step
-    (``last_epoch`` becomes 0); call :meth:`step` after each ``optimizer.step()``.
-    """
-
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(
-                f"{type(self).__name__}: {type(optimizer).__name__} is not an Optimizer"
-            )
-        checks.integer(type(self).__name__, "last_epoch", last_epoch, -1)
-        self.optimizer = optimizer
-        if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
-        else:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(
-                        f"{type(self).__name__}: param_groups[{i}] has no 'initial_lr'; "
-                        "resuming with last_epoch >= 0 needs the optimizer's state restored"
-                    )
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
-        self._step_count = 0
-        self._is_initial = True
-        try:
-            self.step()
-        finally:
-            self._is_initial = False
-
-    def get_lr(self) -> list:
-        """The learning rates at ``last_epoch`` (torch's chainable, recursive form)."""
-        raise NotImplementedError
-
-    def get_last_lr(self) -> list:
-        """The learning rates set by the last :meth:`step`."""
-        return self._last_lr
-
-    def step(self) -> None:
-        """Advance one epoch and write the new learning rates into the optimizer."""
-        self._step_count += 1
-        self.last_epoch += 1
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
-
-    def state_dict(self) -> dict:
-        """Every attribute but the optimizer."""
-        return {k: v for k, v in vars(self).items() if k != "optimizer"}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        self.__dict__.update(state_dict)
-
-
-class StepLR(LRScheduler):
-    """``lr = base_lr * gamma ** (epoch // step_size)``."""
-
-    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
-        checks.integer("StepLR", "step_size", step_size, 1)
-        checks.number("StepLR", "gamma", gamma, 0)
-        self.step_size = step_size
-        self.gamma = gamma
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self):
-        groups = self.optimizer.param_groups
-        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return [g["lr"] for g in groups]
-        return [g["lr"] * self.gamma for g in groups]
-
-
-class CosineAnnealingLR(LRScheduler):
-    """``lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2``,
-    computed with torch's recursive update (so it also follows lr changed by hand)."""
-
-    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
-        checks.integer("CosineAnnealingLR", "T_max", T_max, 1)
-        checks.number("CosineAnnealingLR", "eta_min", eta_min, 0)
-        self.T_max = T_max
-        self.eta_min = eta_min
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self):
-        groups = self.optimizer.param_groups
-        e, T, lo = self.last_epoch, self.T_max, self.eta_min
-        if self._is_initial:
-            return [g["lr"] for g in groups]
-        if self._step_count == 1 and e > 0:
-            return [lo + (b - lo) * (1 + math.cos(e * math.pi / T)) / 2 for b in self.base_lrs]
-        if (e - 1 - T) % (2 * T) == 0:
-            # The previous lr is at the minimum, where the ratio below is 0/0.
-            return [
-                g["lr"] + (b - lo) * (1 - math.cos(math.pi / T)) / 2
-                for b, g in zip(self.base_lrs, groups)
-            ]
-        ratio = (1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T))
-        return [ratio * (g["lr"] - lo) + lo for g in groups]
-
-
-class LinearLR(LRScheduler):
-    """Linear warm-up: the factor goes from ``start_factor`` to ``end_factor`` over
-    ``total_iters`` steps, then stays."""
-
-    def __init__(
-        self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1
-    ):
-        checks.number("LinearLR", "start_factor", start_factor, 0, 1, open_low=True)
-        checks.number("LinearLR", "end_factor", end_factor, 0, 1)
-        checks.integer("LinearLR", "total_iters", total_iters, 0)
-        self.start_factor = start_factor
-        self.end_factor = end_factor
-        self.total_iters = total_iters
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self):
-        groups = self.optimizer.param_groups
-        e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
-        if e == 0:
-            return [g["lr"] * s for g in groups]
-        if self._is_initial or e > n:
-            return [g["lr"] for g in groups]
-        # ratio of consecutive factors: (s + (f-s)*e/n) / (s + (f-s)*(e-1)/n)
-        return [g["lr"] * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for g in groups]
-
-
-class LambdaLR(LRScheduler):
-    """``lr = base_lr * lr_lambda(epoch)``; one function, or one per parameter group."""
-
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        n = len(optimizer.param_groups)
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != n:
-                raise ValueError(f"LambdaLR: expected {n} lr_lambdas, got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * n
-        for f in self.lr_lambdas:
-            checks.function("LambdaLR", "lr_lambda", f)
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self):
-        return [b * f(self.last_epoch) for f, b in zip(self.lr_lambdas, self.base_lrs)]
-
-    def state_dict(self):
-        """As the base, with the functions left out (the state of callable objects kept)."""
-        sd = {k: v for k, v in vars(self).items() if k not in ("optimizer", "lr_lambdas")}
-        sd["lr_lambdas"] = [
-            None
-            if isinstance(f, types.FunctionType) or not hasattr(f, "__dict__")
-            else dict(vars(f))
-            for f in self.lr_lambdas
-        ]
-        return sd
-
-    def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        lambdas = state_dict.pop("lr_lambdas", [None] * len(self.lr_lambdas))
-        self.__dict__.update(state_dict)
-        for f, saved in zip(self.lr_lambdas, lambdas):
-            if saved is not None:
-                f.__dict__.update(saved)

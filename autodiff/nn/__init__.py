@@ -8,12 +8,18 @@
 """
 
 from . import functional, init
+from .activation_layers import ELU, GLU, Hardswish, LeakyReLU, Mish, Softmin, Unflatten
+from .containers import ModuleDict, Parameter, ParameterDict, ParameterList
 from .layers import *  # noqa: F403
 from .layers import __all__ as _layers
+from .loss_modules import *  # noqa: F403
+from .loss_modules import __all__ as _loss_modules
 from .module import Module, ModuleList, Sequential
 from .multihead import MultiheadAttention
+from .norm_layers import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, RMSNorm
 from .rnn import GRU, GatedMemoryCell, GRUCell, LSTMCell
 from .stateless import functional_call
+from .summary import summary
 
 __all__ = [
     "functional",
@@ -21,11 +27,29 @@ __all__ = [
     "Module",
     "Sequential",
     "ModuleList",
+    "ModuleDict",
+    "Parameter",
+    "ParameterList",
+    "ParameterDict",
+    "LeakyReLU",
+    "ELU",
+    "Mish",
+    "Hardswish",
+    "GLU",
+    "Softmin",
+    "Unflatten",
     *_layers,
+    *_loss_modules,
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "InstanceNorm2d",
+    "GroupNorm",
+    "RMSNorm",
     "GRUCell",
     "GRU",
     "LSTMCell",
     "GatedMemoryCell",
     "MultiheadAttention",
     "functional_call",
+    "summary",
 ]

@@ -17,7 +17,10 @@ from ..registry import defop
 from ..vjps._util import axes_of, keep_shape, reduction_jvp
 from ._dtypes import dtype_facts
 
-__all__ = ["relu", "sigmoid", "silu", "softplus", "gelu", "softmax", "log_softmax", "logsumexp"]
+__all__ = [
+    "relu", "sigmoid", "silu", "softplus", "gelu", "softmax", "log_softmax", "logsumexp",
+    "leaky_relu", "elu", "mish", "hardswish", "glu", "softmin",
+]  # fmt: skip
 
 CH = "nn.activation"
 
@@ -258,7 +261,94 @@ defop(
 )
 
 
+def _elu(xp, x, alpha):
+    return xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, _zero(xp, x))))
+
+
+def _mish_grad(xp, x):
+    """d/dx x tanh(softplus(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)."""
+    t = xp.tanh(_log1p_exp(xp, x))
+    return t + x * _sigmoid(xp, x) * (1 - t * t)
+
+
+def _hardswish_grad(xp, x):
+    """0 up to -3, (2x + 3) / 6 between, 1 from 3 on (torch's values at the kinks)."""
+    mid = (2 * x + 3) / 6
+    return xp.where(x <= -3, xp.zeros_like(x), xp.where(x >= 3, xp.ones_like(x), mid))
+
+
+defop(
+    "nn.leaky_relu",
+    lambda xp, g, ans, x, *, negative_slope=0.01: xp.where(x > 0, g, g * negative_slope),
+    chapter=CH, diagonal=True,
+    impl=lambda B: lambda x, *, negative_slope=0.01: B.where(x > 0, x, x * negative_slope),
+    doc="x where x > 0, else negative_slope * x (the gradient at 0 is negative_slope)",
+)  # fmt: skip
+defop(
+    "nn.elu",
+    lambda xp, g, ans, x, *, alpha=1.0: xp.where(
+        x > 0, g, g * alpha * xp.exp(xp.minimum(x, _zero(xp, x)))),
+    chapter=CH, diagonal=True,
+    impl=lambda B: lambda x, *, alpha=1.0: _elu(B, x, alpha),
+    doc="x where x > 0, else alpha (exp(x) - 1)",
+)  # fmt: skip
+defop(
+    "nn.mish",
+    lambda xp, g, ans, x: g * _mish_grad(xp, x),
+    chapter=CH, diagonal=True,
+    impl=lambda B: lambda x: x * B.tanh(_log1p_exp(B, x)),
+    doc="x tanh(softplus(x))",
+)  # fmt: skip
+defop(
+    "nn.hardswish",
+    lambda xp, g, ans, x: g * _hardswish_grad(xp, x),
+    chapter=CH, diagonal=True,
+    impl=lambda B: lambda x: x * B.clip(x + 3, 0, 6) / 6,
+    doc="x relu6(x + 3) / 6",
+)  # fmt: skip
+
+
 # -- public functions ----------------------------------------------------------------
+def leaky_relu(x, negative_slope=0.01):
+    """x where x > 0, else ``negative_slope`` x."""
+    checks.number("leaky_relu", "negative_slope", negative_slope)
+    return recorder_of(x).xp.nn.leaky_relu(x, negative_slope=negative_slope)
+
+
+def elu(x, alpha=1.0):
+    """x where x > 0, else alpha (exp(x) - 1)."""
+    checks.number("elu", "alpha", alpha)
+    return recorder_of(x).xp.nn.elu(x, alpha=alpha)
+
+
+def mish(x):
+    """x tanh(softplus(x))."""
+    return recorder_of(x).xp.nn.mish(x)
+
+
+def hardswish(x):
+    """x relu6(x + 3) / 6."""
+    return recorder_of(x).xp.nn.hardswish(x)
+
+
+def glu(x, axis=-1):
+    """a sigmoid(b), where a and b are the two halves of ``x`` along ``axis`` (torch's
+    ``dim``); a composition of slicing, sigmoid and multiply."""
+    checks.integer("glu", "axis", axis)
+    n = x.shape[axis]
+    if n % 2:
+        raise ValueError(f"glu: axis {axis} must have an even length, got {n}")
+    xp = recorder_of(x).xp
+    a = xp.take(x, xp.arange(n // 2, device=x.device), axis=axis)
+    b = xp.take(x, xp.arange(n // 2, n, device=x.device), axis=axis)
+    return a * sigmoid(b)
+
+
+def softmin(x, axis=-1):
+    """softmax(-x) along ``axis``."""
+    return softmax(-x, axis=axis)
+
+
 def relu(x):
     """max(x, 0) elementwise; relu'(0) = 0."""
     return recorder_of(x).xp.nn.relu(x)

@@ -7,17 +7,21 @@ backend; raw backend arrays are accepted and wrapped. The ops live in the
 modules of this package by family, each with its rule beside it:
 
 - ``linear``: linear
-- ``activations``: relu, gelu, silu, sigmoid, softplus, softmax, log_softmax, logsumexp
-- ``losses``: cross_entropy, mse_loss, binary_cross_entropy_with_logits
+- ``activations``: relu, gelu, silu, sigmoid, softplus, softmax, log_softmax, logsumexp,
+  leaky_relu, elu, mish, hardswish, glu, softmin
+- ``losses``: cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss,
+  kl_div, binary_cross_entropy, binary_cross_entropy_with_logits, cosine_similarity,
+  normalize
 - ``conv``: conv2d, conv_transpose2d; ``pooling``: max_pool2d, avg_pool2d
 - ``recurrent``: gru_cell, lstm_cell, gated_memory_cell
 - ``attention``: rope, scaled_dot_product_attention, self_attention_packed
 - ``normalization``: layer_norm, embedding, dropout
+- ``padding``: pad, one_hot
 """
 
 from __future__ import annotations
 
-from . import activations, attention, conv, losses, normalization, pooling, recurrent
+from . import activations, attention, conv, losses, normalization, padding, pooling, recurrent
 from . import linear as _linear  # the name ``linear`` is the function below
 from .activations import *  # noqa: F403
 from .attention import *  # noqa: F403
@@ -25,8 +29,19 @@ from .conv import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .losses import *  # noqa: F403
 from .normalization import *  # noqa: F403
+from .padding import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .recurrent import *  # noqa: F403
 
-_FAMILIES = (_linear, activations, losses, conv, pooling, recurrent, attention, normalization)
+_FAMILIES = (
+    _linear,
+    activations,
+    losses,
+    conv,
+    pooling,
+    recurrent,
+    attention,
+    normalization,
+    padding,
+)
 __all__ = [name for module in _FAMILIES for name in module.__all__]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
 from .. import checks
+from ..graph import no_grad
 from ..namespace import recorder_of
 from ..registry import defop
+from ..tensor import Tensor
 from ._dtypes import dtype_facts
 
-__all__ = ["layer_norm", "embedding", "dropout"]
+__all__ = ["layer_norm", "embedding", "dropout", "batch_norm", "group_norm", "rms_norm"]
 
 CH = "nn.normalization"
 
@@ -208,3 +211,280 @@ def _dropout(input, p, seed):
     if p < 1.0:
         scale = scale * (1.0 / (1.0 - p))
     return rec.xp.nn.dropout(input, scale)
+
+
+# -- batch norm, group norm, rms norm ---------------------------------------------------
+def _channel(xp, p, ndim):
+    """A per-channel (C,) array shaped (1, C, 1, ...) against an (N, C, *) input."""
+    return xp.reshape(p, (1, p.shape[0]) + (1,) * (ndim - 2))
+
+
+def _batch_stats(xp, x, mean, var, training, eps):
+    """(x - mu, 1 / sqrt(var + eps), axes): the batch's statistics (biased variance)
+    over every axis but the channel one when ``training``, else the given ones."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    if training:
+        centered = x - xp.mean(x, axis=axes, keepdims=True)
+        v = xp.mean(centered * centered, axis=axes, keepdims=True)
+    else:
+        centered = x - _channel(xp, mean, x.ndim)
+        v = _channel(xp, var, x.ndim)
+    return centered, 1 / xp.sqrt(v + eps), axes
+
+
+def _affine(xp, y, weight, bias):
+    if weight is not None:
+        y = y * _channel(xp, weight, y.ndim)
+    return y if bias is None else y + _channel(xp, bias, y.ndim)
+
+
+def _batch_norm(xp, x, weight, bias, mean, var, training, eps):
+    centered, rstd, _ = _batch_stats(xp, x, mean, var, training, eps)
+    return _affine(xp, centered * rstd, weight, bias)
+
+
+def _per_channel(xp, a, axes):
+    return xp.sum(a, axis=axes)
+
+
+def _batch_norm_rule(xp, g, ans, x, weight, bias, mean, var, *, training, eps, needs):
+    """Training: dx = rstd (gh - mean(gh) - xhat mean(gh xhat)) over the batch axes,
+    gh = g w; eval: dx = rstd gh, d mean = -sum(rstd gh), d var = -sum(gh (x - mu))
+    rstd^3 / 2. dw = sum(g xhat), db = sum(g) per channel."""
+    centered, rstd, axes = _batch_stats(xp, x, mean, var, training, eps)
+    xhat = centered * rstd
+    gh = g if weight is None else g * _channel(xp, weight, x.ndim)
+    gx = gm = gv = None
+    if training:
+        if needs[0]:
+            mean_g = xp.mean(gh, axis=axes, keepdims=True)
+            mean_gx = xp.mean(gh * xhat, axis=axes, keepdims=True)
+            gx = rstd * (gh - mean_g - xhat * mean_gx)
+    else:
+        ghr = gh * rstd
+        gx = ghr if needs[0] else None
+        if needs[3]:
+            gm = -_per_channel(xp, ghr, axes)
+        if needs[4]:
+            gv = -0.5 * _per_channel(xp, ghr * xhat * rstd, axes)
+    gw = _per_channel(xp, g * xhat, axes) if needs[1] and weight is not None else None
+    gb = _per_channel(xp, g, axes) if needs[2] and bias is not None else None
+    return gx, gw, gb, gm, gv
+
+
+defop(
+    "nn.batch_norm",
+    vjp=_batch_norm_rule,
+    needs=True,
+    chapter=CH,
+    impl=lambda B: (
+        lambda x, w, b, m, v, *, training, eps: _batch_norm(B, x, w, b, m, v, training, eps)
+    ),
+    saves=(0, 1, 3, 4),
+    doc="(x - mean) / sqrt(var + eps) * weight + bias per channel (axis 1): the batch's "
+    "statistics when training, else the given running ones",
+)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):  # fmt: skip
+    """Normalize an (N, C, *) input per channel (axis 1), then scale by ``weight`` and
+    shift by ``bias`` (each (C,)), as torch. When ``training`` the batch's statistics
+    normalize (biased variance) and the running ones, where given, are updated in place:
+    ``running = (1 - momentum) * running + momentum * batch`` (the unbiased variance);
+    otherwise ``running_mean`` and ``running_var`` normalize."""
+    name = "batch_norm"
+    training = checks.flag(name, "training", training)
+    checks.number(name, "momentum", momentum, 0.0, 1.0)
+    checks.number(name, "eps", eps, low=0)
+    return _batch_norm_checked(
+        input, running_mean, running_var, weight, bias, training, float(momentum), float(eps)
+    )
+
+
+def _check_channels(name, input, c_axis_min=2, **arrays):
+    if input.ndim < c_axis_min:
+        raise ValueError(
+            f"{name}: input must have at least {c_axis_min} axes (N, C, ...), got shape "
+            f"{tuple(input.shape)}"
+        )
+    c = input.shape[1]
+    for what, p in arrays.items():
+        if p is not None and tuple(p.shape) != (c,):
+            raise ValueError(
+                f"{name}: {what} has shape {tuple(p.shape)}, expected ({c},) (the input's "
+                f"channels, axis 1)"
+            )
+    return c
+
+
+def _batch_norm_checked(input, running_mean, running_var, weight, bias, training, momentum,
+                        eps, name="batch_norm"):  # fmt: skip
+    """``batch_norm`` of checked flags and numbers: the shapes are checked here."""
+    _check_channels(name, input, weight=weight, bias=bias, running_mean=running_mean,
+                    running_var=running_var)  # fmt: skip
+    rec = recorder_of(input, weight, bias, running_mean, running_var)
+    if training:
+        n = math.prod(input.shape) // max(input.shape[1], 1)
+        if n <= 1:
+            raise ValueError(
+                f"{name}: expected more than 1 value per channel when training, got input of "
+                f"shape {tuple(input.shape)}"
+            )
+        if running_mean is not None or running_var is not None:
+            _update_running(rec, input, running_mean, running_var, momentum)
+        return rec.xp.nn.batch_norm(input, weight, bias, None, None, training=True, eps=eps)
+    if running_mean is None or running_var is None:
+        raise ValueError(f"{name}: running_mean and running_var are needed when not training")
+    return rec.xp.nn.batch_norm(
+        input, weight, bias, running_mean, running_var, training=False, eps=eps
+    )
+
+
+def _write(target, value):
+    """``target[...] = value`` (a Tensor, or a raw array: then the value's data)."""
+    target[...] = value if isinstance(target, Tensor) else value.data
+
+
+def _update_running(rec, input, running_mean, running_var, momentum, instance=False):
+    """Update the running statistics in place with the batch's (unbiased variance), as
+    torch; ``instance``: per (example, channel) over the spatial axes, averaged over the
+    batch (instance norm)."""
+    xp = rec.namespace
+    with no_grad():
+        x = xp.asarray(input.detach() if isinstance(input, Tensor) else input)
+        axes = tuple(range(2, x.ndim)) if instance else (0,) + tuple(range(2, x.ndim))
+        for target, stat in ((running_mean, xp.mean), (running_var, xp.var)):
+            if target is None:
+                continue
+            kw = {} if stat is xp.mean else {"correction": 1}
+            batch = stat(x, axis=axes, **kw)
+            if instance:
+                batch = xp.mean(batch, axis=0)
+            old = xp.asarray(target)
+            batch = xp.astype(batch, old.dtype)
+            _write(target, (1 - momentum) * old + momentum * batch)
+
+
+# group norm
+def _grouped(xp, x, groups, eps):
+    """(xhat, rstd) of x (N, C, *) normalized per (example, group): xhat in x's shape,
+    rstd (N, G, 1)."""
+    xg = xp.reshape(x, (x.shape[0], groups, math.prod(x.shape[1:]) // groups))
+    xhat, rstd, _ = _normalized(xp, xg, 1, eps)
+    return xp.reshape(xhat, x.shape), rstd
+
+
+def _group_norm(xp, x, weight, bias, groups, eps):
+    xhat, _ = _grouped(xp, x, groups, eps)
+    return _affine(xp, xhat, weight, bias)
+
+
+def _group_norm_rule(xp, g, ans, x, weight, bias, *, groups, eps, needs):
+    """As layer norm per (example, group), with gh = g w per channel; dw = sum(g xhat),
+    db = sum(g) per channel."""
+    xhat, rstd = _grouped(xp, x, groups, eps)
+    axes = (0,) + tuple(range(2, x.ndim))
+    gx = None
+    if needs[0]:
+        gh = g if weight is None else g * _channel(xp, weight, x.ndim)
+        shape = (x.shape[0], groups, math.prod(x.shape[1:]) // groups)
+        ghg, xg = xp.reshape(gh, shape), xp.reshape(xhat, shape)
+        mean_g = xp.mean(ghg, axis=2, keepdims=True)
+        mean_gx = xp.mean(ghg * xg, axis=2, keepdims=True)
+        gx = xp.reshape(rstd * (ghg - mean_g - xg * mean_gx), x.shape)
+    gw = _per_channel(xp, g * xhat, axes) if needs[1] and weight is not None else None
+    gb = _per_channel(xp, g, axes) if needs[2] and bias is not None else None
+    return gx, gw, gb
+
+
+defop(
+    "nn.group_norm",
+    vjp=_group_norm_rule,
+    needs=True,
+    chapter=CH,
+    impl=lambda B: lambda x, w, b, *, groups, eps: _group_norm(B, x, w, b, groups, eps),
+    saves=(0, 1),
+    doc="(x - mean) / sqrt(var + eps) per (example, group of channels), then weight and "
+    "bias per channel",
+)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalize an (N, C, *) input over each group of ``C / num_groups`` channels (and
+    the spatial axes) per example, biased variance, then scale by ``weight`` and shift by
+    ``bias`` (each (C,)), as torch."""
+    name = "group_norm"
+    num_groups = int(checks.integer(name, "num_groups", num_groups, low=1))
+    checks.number(name, "eps", eps, low=0)
+    return _group_norm_checked(input, num_groups, weight, bias, float(eps))
+
+
+def _group_norm_checked(input, num_groups, weight, bias, eps, name="group_norm"):
+    c = _check_channels(name, input, weight=weight, bias=bias)
+    if c % num_groups:
+        raise ValueError(f"{name}: {c} channels can't be split into {num_groups} groups")
+    return recorder_of(input, weight, bias).xp.nn.group_norm(
+        input, weight, bias, groups=num_groups, eps=eps
+    )
+
+
+# rms norm
+def _rms(xp, x, k, eps):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    return 1 / xp.sqrt(xp.mean(x * x, axis=axes, keepdims=True) + eps), axes
+
+
+def _rms_norm(xp, x, weight, k, eps):
+    r, _ = _rms(xp, x, k, eps)
+    return x * r if weight is None else x * r * weight
+
+
+def _rms_norm_rule(xp, g, ans, x, weight, *, k, eps, needs):
+    """r = 1 / sqrt(mean(x^2) + eps): dx = r (gh - x r^2 mean(gh x)), gh = g w;
+    dw = g x r (summed over the leading axes by the graph)."""
+    r, axes = _rms(xp, x, k, eps)
+    gx = gw = None
+    if needs[0]:
+        gh = g if weight is None else g * weight
+        gx = r * (gh - x * (r * r) * xp.mean(gh * x, axis=axes, keepdims=True))
+    if needs[1] and weight is not None:
+        gw = g * x * r
+    return gx, gw
+
+
+defop(
+    "nn.rms_norm",
+    vjp=_rms_norm_rule,
+    needs=True,
+    chapter=CH,
+    impl=lambda B: lambda x, w, *, k, eps: _rms_norm(B, x, w, k, eps),
+    saves=(0, 1),
+    doc="x / sqrt(mean(x^2) + eps) * weight over the trailing axes",
+)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape``
+    axes, as torch; ``eps`` None: the machine epsilon of the input's dtype."""
+    name = "rms_norm"
+    shape = tuple(int(n) for n in checks.integers(name, "normalized_shape", normalized_shape,
+                                                  low=0))  # fmt: skip
+    if eps is not None:
+        eps = float(checks.number(name, "eps", eps, low=0))
+    return _rms_norm_checked(input, shape, weight, eps)
+
+
+def _rms_norm_checked(input, shape, weight, eps, name="rms_norm"):
+    k = len(shape)
+    if k == 0 or tuple(input.shape[input.ndim - k :]) != shape:
+        raise ValueError(
+            f"{name}: normalized_shape {shape} doesn't match the trailing axes of the "
+            f"input, shape {tuple(input.shape)}"
+        )
+    if weight is not None and tuple(weight.shape) != shape:
+        raise ValueError(f"{name}: weight has shape {tuple(weight.shape)}, expected {shape}")
+    rec = recorder_of(input, weight)
+    if eps is None:
+        eps = float(rec.namespace.finfo(input.dtype).eps)
+    return rec.xp.nn.rms_norm(input, weight, k=k, eps=eps)

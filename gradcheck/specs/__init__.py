@@ -7,6 +7,8 @@ from . import (  # noqa: F401
     linalg,
     nn_activations_losses,
     nn_conv_pool,
+    nn_losses,
+    nn_norm,
     nn_normalization,
     nn_recurrent_attention,
     standard,

@@ -112,3 +112,11 @@ spec("nn.linear", lambda rng: [
     Sample((_in(rng, (2, 4, 3)), _in(rng, (5, 3))), lambda xp, x, w: F.linear(x, w), "3-D input, no bias"),
     Sample((_in(rng, (3,)), _in(rng, (2, 3)), _in(rng, (2,))), lambda xp, x, w, b: F.linear(x, w, b), "1-D input"),
 ])  # fmt: skip
+_activation("nn.leaky_relu", lambda xp, a: F.leaky_relu(a, 0.2), values=_away)
+_activation("nn.elu", lambda xp, a: F.elu(a * 2.0, alpha=0.7), values=_away)
+_activation("nn.mish", lambda xp, a: F.mish(a * 3.0))
+_activation(
+    "nn.hardswish",
+    lambda xp, a: F.hardswish(a * 2.5 + 1.5 * xp.sign(a)),
+    values=_away,
+)

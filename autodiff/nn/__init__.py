@@ -12,14 +12,22 @@ from .activation_layers import ELU, GLU, Hardswish, LeakyReLU, Mish, Softmin, Un
 from .containers import ModuleDict, Parameter, ParameterDict, ParameterList
 from .layers import *  # noqa: F403
 from .layers import __all__ as _layers
+from .layers1d import *  # noqa: F403
+from .layers1d import __all__ as _layers1d
 from .loss_modules import *  # noqa: F403
 from .loss_modules import __all__ as _loss_modules
 from .module import Module, ModuleList, Sequential
 from .multihead import MultiheadAttention
 from .norm_layers import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, RMSNorm
-from .rnn import GRU, GatedMemoryCell, GRUCell, LSTMCell
+from .rnn import GRU, LSTM, GatedMemoryCell, GRUCell, LSTMCell
 from .stateless import functional_call
 from .summary import summary
+from .transformer import (
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional",
@@ -39,6 +47,7 @@ __all__ = [
     "Softmin",
     "Unflatten",
     *_layers,
+    *_layers1d,
     *_loss_modules,
     "BatchNorm1d",
     "BatchNorm2d",
@@ -48,8 +57,13 @@ __all__ = [
     "GRUCell",
     "GRU",
     "LSTMCell",
+    "LSTM",
     "GatedMemoryCell",
     "MultiheadAttention",
+    "TransformerEncoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoderLayer",
+    "TransformerDecoder",
     "functional_call",
     "summary",
 ]

@@ -13,6 +13,8 @@ modules of this package by family, each with its rule beside it:
   kl_div, binary_cross_entropy, binary_cross_entropy_with_logits, cosine_similarity,
   normalize
 - ``conv``: conv2d, conv_transpose2d; ``pooling``: max_pool2d, avg_pool2d
+- ``conv1d``: conv1d, conv_transpose1d, max_pool1d, avg_pool1d (over the 2-D ops)
+- ``resample``: adaptive_avg_pool1d, adaptive_avg_pool2d, interpolate (compositions)
 - ``recurrent``: gru_cell, lstm_cell, gated_memory_cell
 - ``attention``: rope, scaled_dot_product_attention, self_attention_packed
 - ``normalization``: layer_norm, embedding, dropout
@@ -21,17 +23,30 @@ modules of this package by family, each with its rule beside it:
 
 from __future__ import annotations
 
-from . import activations, attention, conv, losses, normalization, padding, pooling, recurrent
+from . import (
+    activations,
+    attention,
+    conv,
+    losses,
+    normalization,
+    padding,
+    pooling,
+    recurrent,
+    resample,
+)
+from . import conv1d as _conv1d  # the name ``conv1d`` is the function
 from . import linear as _linear  # the name ``linear`` is the function below
 from .activations import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .conv1d import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .losses import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .recurrent import *  # noqa: F403
+from .resample import *  # noqa: F403
 
 _FAMILIES = (
     _linear,
@@ -39,6 +54,8 @@ _FAMILIES = (
     losses,
     conv,
     pooling,
+    _conv1d,
+    resample,
     recurrent,
     attention,
     normalization,

@@ -27,6 +27,8 @@ CASES = (
     "checkpoint",
     "forward",
     "vmap",
+    "transformer",
+    "resnet",
 )
 
 

@@ -174,6 +174,8 @@ class Optimizer:
         group["params"] = params
         self.param_groups.append(group)
 
+    _nonnegative: tuple = ()  # the hyper-parameters that must be >= 0 (besides lr)
+
     def _check_group(self, group: dict) -> None:
         """Raise TypeError for a hyper-parameter of the wrong type (a number given as a
         string...), then ValueError for an invalid value (subclasses extend)."""
@@ -197,6 +199,10 @@ class Optimizer:
                     checks.number(name, f"{key}[{i}]", v)
             # None and other defaults: checked where they are used
         checks.number(name, "lr", group["lr"], 0)
+        for key in self._nonnegative:
+            checks.number(name, key, group[key], 0)
+        for i, b in enumerate(group.get("betas", ())):
+            checks.number(name, f"betas[{i}]", b, 0, 1, open_high=True)
 
     def _require(self, ok, message: str) -> None:
         if not ok:
@@ -378,10 +384,11 @@ class SGD(Optimizer):
         )
         super().__init__(params, defaults)
 
+    _nonnegative = ("momentum", "weight_decay")
+
     def _check_group(self, group):
         super()._check_group(group)
-        m = checks.number(self._name, "momentum", group["momentum"], 0)
-        checks.number(self._name, "weight_decay", group["weight_decay"], 0)
+        m = group["momentum"]
         self._require(
             not group["nesterov"] or (m > 0 and group["dampening"] == 0),
             "nesterov momentum needs momentum > 0 and dampening = 0",
@@ -453,12 +460,7 @@ class Adam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _check_group(self, group):
-        super()._check_group(group)
-        for i, b in enumerate(group["betas"]):
-            checks.number(self._name, f"betas[{i}]", b, 0, 1, open_high=True)
-        checks.number(self._name, "eps", group["eps"], 0)
-        checks.number(self._name, "weight_decay", group["weight_decay"], 0)
+    _nonnegative = ("eps", "weight_decay")
 
     def _update(self, p, g, group, state):
         B = recorder_of(p).backend
@@ -589,10 +591,7 @@ class RMSprop(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _check_group(self, group):
-        super()._check_group(group)
-        for key in ("alpha", "eps", "weight_decay", "momentum"):
-            checks.number(self._name, key, group[key], 0)
+    _nonnegative = ("alpha", "eps", "weight_decay", "momentum")
 
     def _update(self, p, g, group, state):
         B = recorder_of(p).backend
@@ -678,10 +677,7 @@ class Adagrad(Optimizer):
                     ),
                 }
 
-    def _check_group(self, group):
-        super()._check_group(group)
-        for key in ("lr_decay", "weight_decay", "initial_accumulator_value", "eps"):
-            checks.number(self._name, key, group[key], 0)
+    _nonnegative = ("lr_decay", "weight_decay", "initial_accumulator_value", "eps")
 
     def _update(self, p, g, group, state):
         B = recorder_of(p).backend
@@ -723,12 +719,7 @@ class Adamax(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _check_group(self, group):
-        super()._check_group(group)
-        for i, b in enumerate(group["betas"]):
-            checks.number(self._name, f"betas[{i}]", b, 0, 1, open_high=True)
-        checks.number(self._name, "eps", group["eps"], 0)
-        checks.number(self._name, "weight_decay", group["weight_decay"], 0)
+    _nonnegative = ("eps", "weight_decay")
 
     def _update(self, p, g, group, state):
         B = recorder_of(p).backend
@@ -788,12 +779,7 @@ class NAdam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _check_group(self, group):
-        super()._check_group(group)
-        for i, b in enumerate(group["betas"]):
-            checks.number(self._name, f"betas[{i}]", b, 0, 1, open_high=True)
-        for key in ("eps", "weight_decay", "momentum_decay"):
-            checks.number(self._name, key, group[key], 0)
+    _nonnegative = ("eps", "weight_decay", "momentum_decay")
 
     def _update(self, p, g, group, state):
         B = recorder_of(p).backend
@@ -866,12 +852,7 @@ class RAdam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _check_group(self, group):
-        super()._check_group(group)
-        for i, b in enumerate(group["betas"]):
-            checks.number(self._name, f"betas[{i}]", b, 0, 1, open_high=True)
-        checks.number(self._name, "eps", group["eps"], 0)
-        checks.number(self._name, "weight_decay", group["weight_decay"], 0)
+    _nonnegative = ("eps", "weight_decay")
 
     def _update(self, p, g, group, state):
         B = recorder_of(p).backend

@@ -641,17 +641,16 @@ def jvp(f, primals, tangents):
     return pytree.unflatten(out_td, values), pytree.unflatten(out_td, tangent_outs)
 
 
-def _lift_constants(args, nums, rec):
-    """The raw arrays among the other arguments wrapped as constants of the same
+def _lift_constants(tree, rec):
+    """Wrap the raw arrays of the other arguments too, as constants of the same
     namespace, so ``array_namespace(*args)`` inside ``f`` sees one namespace."""
-    import array_api_compat
 
-    out = list(args)
-    for i, a in enumerate(args):
-        if i not in nums and not isinstance(a, Tensor) and array_api_compat.is_array_api_obj(a):
-            if not isinstance(a, _SCALARS) and rec.backend.is_array(a):
-                out[i] = rec.wrap(a)
-    return out
+    def lift(a):
+        if isinstance(a, (Tensor, bool, int, float, complex)) or a is None:
+            return a
+        return rec.wrap(a) if rec.backend.is_array(a) else a
+
+    return pytree.tree_map(lift, tree)
 
 
 def _argnums(args, argnums, what):
@@ -695,7 +694,7 @@ def jacfwd(f, argnums=0):
             variables.append(v)
             nodes.append(node)
         rec = recorder_of(variables[0])
-        args = _lift_constants(args, nums, rec)
+        args = [a if i in nums else _lift_constants(a, rec) for i, a in enumerate(args)]
         with graph.enable_grad():
             result = f(*args)
         outs, several = _outputs(result, "jacfwd")

@@ -40,19 +40,7 @@ __all__ = [
 def _namespace_of(trees, what):
     """The Recorder of the first Tensor or array among the leaves of ``trees``; NumPy's
     when there are only Python numbers (``grad(f)(3.0)``)."""
-    found = [leaf for t in trees for leaf in pytree.leaves(t)]
-    for leaf in found:
-        if isinstance(leaf, Tensor):
-            return leaf._rec
-    arrays = [a for a in found if a is not None and not isinstance(a, (bool, int, float, complex))]
-    if arrays:
-        try:
-            return recorder_of(*arrays)
-        except TypeError as exc:
-            raise TypeError(f"{what}: {exc}") from None
-    import numpy  # the namespace of Python numbers, as NumPy's scalars
-
-    return recorder_of(numpy.asarray(0.0))
+    return _forward._namespace(pytree.leaves(list(trees)), what)
 
 
 def _variable(x, what, rec):
@@ -71,17 +59,7 @@ def _variable(x, what, rec):
     return attach(rec.wrap(x.data), node), node
 
 
-def _lift_constants(tree, rec):
-    """Wrap the raw arrays of the other arguments too, as constants of the same
-    namespace, so ``array_namespace(*args)`` inside ``f`` sees one namespace."""
-
-    def lift(a):
-        if isinstance(a, (Tensor, bool, int, float, complex)) or a is None:
-            return a
-        return rec.wrap(a) if rec.backend.is_array(a) else a
-
-    return pytree.tree_map(lift, tree)
-
+_lift_constants = _forward._lift_constants  # one home, below: forward mode uses it too
 
 _IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=())
 

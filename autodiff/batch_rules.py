@@ -898,7 +898,6 @@ RULES.update({
     "result_type": passthrough,
     "isdtype": passthrough,
     # element-wise (beyond the unary and binary styles, derived from the metadata)
-    "clip": elementwise,
     "where": elementwise,
     # statistical
     "sum": _REDUCE,
@@ -973,9 +972,8 @@ RULES.update({
     "windows2d": leading,
     "col2im2d": leading,
     # nn.functional
-    **{f"nn.{name}": elementwise for name in ("relu", "sigmoid", "silu", "softplus", "gelu",
-                                               "leaky_relu", "elu", "mish", "hardswish",
-                                               "dropout", "scaled_dot_product_attention")},
+    # (the element-wise nn activations are marked diagonal: their rule is derived)
+    **{f"nn.{name}": elementwise for name in ("dropout", "scaled_dot_product_attention")},
     "nn.softmax": axis(default=-1, none=FLAT),
     "nn.log_softmax": axis(default=-1, none=FLAT),
     "nn.logsumexp": _REDUCE,

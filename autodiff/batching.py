@@ -532,13 +532,15 @@ STYLE_RULES: dict = {}  # op style ("unary", "binary") -> the rule derived from 
 
 def rule_of(op):
     """The batching rule of ``op``: its registry field ``batch``, else the table ``RULES``,
-    else derived from its metadata (``STYLE_RULES``: element-wise ops); None: the
-    fallback loop."""
+    else derived from its metadata (``STYLE_RULES``: element-wise and diagonal ops);
+    None: the fallback loop."""
     rule = op.batch
     if rule is None:
         rule = RULES.get(op.name)
         if rule is None:
-            rule = STYLE_RULES.get(op.style)
+            # an element-wise op (by its style, or one marked diagonal: d out_i / d x_j
+            # is 0 for i != j) batches by broadcasting
+            rule = STYLE_RULES.get("unary" if op.diagonal else op.style)
         if rule is not None:
             op.batch = rule
     return rule

@@ -36,6 +36,7 @@ KERNELS = (
     "col2im2d",
     "col2im2d_rows",
     "may_share_memory",
+    "persist",
 )
 
 # Module of fast paths (in this package), by the name of the canonical namespace.

@@ -219,17 +219,31 @@ def _channel(xp, p, ndim):
     return xp.reshape(p, (1, p.shape[0]) + (1,) * (ndim - 2))
 
 
+def _channel_sum(xp, a):
+    """The sum of an (N, C, *) array over every axis but the channel one, as (C,).
+
+    Over the batch axis first, then over the flattened rest: NumPy's reduction over
+    the axes (0, 2, 3) at once is 2-3x slower than these two."""
+    n, c = a.shape[0], a.shape[1]
+    return xp.sum(xp.sum(xp.reshape(a, (n, c, -1)), axis=0), axis=-1)
+
+
+def _count(x):
+    """The number of values per channel of an (N, C, *) array."""
+    return math.prod(x.shape) // max(x.shape[1], 1)
+
+
 def _batch_stats(xp, x, mean, var, training, eps):
-    """(x - mu, 1 / sqrt(var + eps), axes): the batch's statistics (biased variance)
-    over every axis but the channel one when ``training``, else the given ones."""
-    axes = (0,) + tuple(range(2, x.ndim))
+    """(mean, 1 / sqrt(var + eps)), each (1, C, 1, ...): the batch's statistics (biased
+    variance) over every axis but the channel one when ``training``, else the given ones."""
     if training:
-        centered = x - xp.mean(x, axis=axes, keepdims=True)
-        v = xp.mean(centered * centered, axis=axes, keepdims=True)
+        n = _count(x)
+        mu = _channel(xp, _channel_sum(xp, x) / n, x.ndim)
+        centered = x - mu
+        v = _channel(xp, _channel_sum(xp, centered * centered) / n, x.ndim)
     else:
-        centered = x - _channel(xp, mean, x.ndim)
-        v = _channel(xp, var, x.ndim)
-    return centered, 1 / xp.sqrt(v + eps), axes
+        mu, v = _channel(xp, mean, x.ndim), _channel(xp, var, x.ndim)
+    return mu, 1 / xp.sqrt(v + eps)
 
 
 def _affine(xp, y, weight, bias):
@@ -239,36 +253,47 @@ def _affine(xp, y, weight, bias):
 
 
 def _batch_norm(xp, x, weight, bias, mean, var, training, eps):
-    centered, rstd, _ = _batch_stats(xp, x, mean, var, training, eps)
-    return _affine(xp, centered * rstd, weight, bias)
+    """The output and, as the rule's residuals, (mean, rstd): the rule rebuilds x-hat
+    from them in two passes instead of recomputing the statistics (four more)."""
+    mu, rstd = _batch_stats(xp, x, mean, var, training, eps)
+    scale = rstd if weight is None else rstd * _channel(xp, weight, x.ndim)
+    y = (x - mu) * scale
+    if bias is not None:
+        y = y + _channel(xp, bias, x.ndim)
+    return y, (mu, rstd)
 
 
-def _per_channel(xp, a, axes):
-    return xp.sum(a, axis=axes)
+def _batch_norm_residuals(xp, x, weight, bias, mean, var, *, training, eps):
+    return _batch_stats(xp, x, mean, var, training, eps)
 
 
-def _batch_norm_rule(xp, g, ans, x, weight, bias, mean, var, *, training, eps, needs):
-    """Training: dx = rstd (gh - mean(gh) - xhat mean(gh xhat)) over the batch axes,
-    gh = g w; eval: dx = rstd gh, d mean = -sum(rstd gh), d var = -sum(gh (x - mu))
-    rstd^3 / 2. dw = sum(g xhat), db = sum(g) per channel."""
-    centered, rstd, axes = _batch_stats(xp, x, mean, var, training, eps)
-    xhat = centered * rstd
-    gh = g if weight is None else g * _channel(xp, weight, x.ndim)
-    gx = gm = gv = None
+def _batch_norm_rule(xp, g, res, x, weight, bias, mean, var, *, training, eps, needs):
+    """Training: dx = rstd w (g - mean(g) - xhat mean(g xhat)) over the batch axes;
+    eval: dx = rstd w g, d mean = -sum(rstd w g), d var = -sum(w g (x - mu)) rstd^3 / 2.
+    dw = sum(g xhat), db = sum(g) per channel."""
+    mu, rstd = res
+    xhat = (x - mu) * rstd
+    scale = rstd if weight is None else rstd * _channel(xp, weight, x.ndim)
+    gx = gm = gv = gw = gb = None
+    sum_g = _channel_sum(xp, g) if needs[0] and training or needs[2] or needs[3] else None
+    want_gx = needs[1] or needs[4] or needs[0] and training
+    sum_gx = _channel_sum(xp, g * xhat) if want_gx else None
     if training:
         if needs[0]:
-            mean_g = xp.mean(gh, axis=axes, keepdims=True)
-            mean_gx = xp.mean(gh * xhat, axis=axes, keepdims=True)
-            gx = rstd * (gh - mean_g - xhat * mean_gx)
+            n = _count(x)
+            mean_g = _channel(xp, sum_g / n, x.ndim)
+            gx = scale * (g - mean_g - xhat * _channel(xp, sum_gx / n, x.ndim))
     else:
-        ghr = gh * rstd
-        gx = ghr if needs[0] else None
+        gx = g * scale if needs[0] else None
+        s = xp.reshape(scale, (-1,))
         if needs[3]:
-            gm = -_per_channel(xp, ghr, axes)
+            gm = -s * sum_g
         if needs[4]:
-            gv = -0.5 * _per_channel(xp, ghr * xhat * rstd, axes)
-    gw = _per_channel(xp, g * xhat, axes) if needs[1] and weight is not None else None
-    gb = _per_channel(xp, g, axes) if needs[2] and bias is not None else None
+            gv = -0.5 * xp.reshape(rstd, (-1,)) * s * sum_gx
+    if needs[1] and weight is not None:
+        gw = sum_gx
+    if needs[2] and bias is not None:
+        gb = sum_g
     return gx, gw, gb, gm, gv
 
 
@@ -280,6 +305,10 @@ defop(
     impl=lambda B: (
         lambda x, w, b, m, v, *, training, eps: _batch_norm(B, x, w, b, m, v, training, eps)
     ),
+    lean=lambda B: (
+        lambda x, w, b, m, v, *, training, eps: _batch_norm(B, x, w, b, m, v, training, eps)[0]
+    ),
+    residuals=_batch_norm_residuals,
     saves=(0, 1, 3, 4),
     doc="(x - mean) / sqrt(var + eps) * weight + bias per channel (axis 1): the batch's "
     "statistics when training, else the given running ones",
@@ -353,14 +382,18 @@ def _update_running(rec, input, running_mean, running_var, momentum, instance=Fa
     xp = rec.namespace
     with no_grad():
         x = xp.asarray(input.detach() if isinstance(input, Tensor) else input)
-        axes = tuple(range(2, x.ndim)) if instance else (0,) + tuple(range(2, x.ndim))
-        for target, stat in ((running_mean, xp.mean), (running_var, xp.var)):
+        if instance:
+            axes = tuple(range(2, x.ndim))
+            stats = (xp.mean(xp.mean(x, axis=axes), axis=0),
+                     xp.mean(xp.var(x, axis=axes, correction=1), axis=0))  # fmt: skip
+        else:
+            n = _count(x)
+            mu = _channel_sum(xp, x) / n
+            centered = x - _channel(xp, mu, x.ndim)
+            stats = (mu, _channel_sum(xp, centered * centered) / (n - 1))
+        for target, batch in zip((running_mean, running_var), stats):
             if target is None:
                 continue
-            kw = {} if stat is xp.mean else {"correction": 1}
-            batch = stat(x, axis=axes, **kw)
-            if instance:
-                batch = xp.mean(batch, axis=0)
             old = xp.asarray(target)
             batch = xp.astype(batch, old.dtype)
             _write(target, (1 - momentum) * old + momentum * batch)
@@ -384,7 +417,6 @@ def _group_norm_rule(xp, g, ans, x, weight, bias, *, groups, eps, needs):
     """As layer norm per (example, group), with gh = g w per channel; dw = sum(g xhat),
     db = sum(g) per channel."""
     xhat, rstd = _grouped(xp, x, groups, eps)
-    axes = (0,) + tuple(range(2, x.ndim))
     gx = None
     if needs[0]:
         gh = g if weight is None else g * _channel(xp, weight, x.ndim)
@@ -393,8 +425,8 @@ def _group_norm_rule(xp, g, ans, x, weight, bias, *, groups, eps, needs):
         mean_g = xp.mean(ghg, axis=2, keepdims=True)
         mean_gx = xp.mean(ghg * xg, axis=2, keepdims=True)
         gx = xp.reshape(rstd * (ghg - mean_g - xg * mean_gx), x.shape)
-    gw = _per_channel(xp, g * xhat, axes) if needs[1] and weight is not None else None
-    gb = _per_channel(xp, g, axes) if needs[2] and bias is not None else None
+    gw = _channel_sum(xp, g * xhat) if needs[1] and weight is not None else None
+    gb = _channel_sum(xp, g) if needs[2] and bias is not None else None
     return gx, gw, gb
 
 

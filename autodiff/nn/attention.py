@@ -6,9 +6,12 @@ from __future__ import annotations
 import math
 
 from .. import checks
+from ..backends import device_of
 from ..namespace import recorder_of
 from ..registry import defop
 from .activations import _softmax, _softmax_raw
+from .activations import softmax as _softmax_op
+from .normalization import _dropout
 
 __all__ = ["rope", "scaled_dot_product_attention", "self_attention_packed"]
 
@@ -21,9 +24,9 @@ def _angles(xp, x, positions, base):
     half = x.shape[-1] // 2
     seq = x.shape[-2]
     if positions is None:
-        positions = xp.arange(seq, device=x.device)
+        positions = xp.arange(seq, device=device_of(x))
     pos = xp.astype(xp.stop_gradient(positions), x.dtype)
-    inv = base ** (-2.0 * xp.astype(xp.arange(half, device=x.device), x.dtype) / x.shape[-1])
+    inv = base ** (-2.0 * xp.astype(xp.arange(half, device=device_of(x)), x.dtype) / x.shape[-1])
     theta = xp.expand_dims(pos, axis=-1) * inv
     return xp.cos(theta), xp.sin(theta)
 
@@ -94,7 +97,7 @@ def _scores(xp, q, k, mask, is_causal, scale):
     s *= scale  # s is ours alone
     if is_causal:
         L, S = s.shape[-2], s.shape[-1]
-        causal = xp.tril(xp.ones((L, S), dtype=xp.bool, device=s.device))
+        causal = xp.tril(xp.ones((L, S), dtype=xp.bool, device=device_of(s)))
         s = xp.where(causal, s, xp.full_like(s, -math.inf))
     if mask is not None:
         if mask.dtype == xp.bool:
@@ -240,19 +243,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     A query row that may attend to nothing gives zeros (torch gives NaN)."""
     name = "scaled_dot_product_attention"
     checks.number(name, "dropout_p", dropout_p, 0.0, 1.0)
-    if dropout_p:
-        raise NotImplementedError(
-            "scaled_dot_product_attention: dropout_p > 0 is not supported; apply "
-            "F.dropout to the output or use dropout_p=0"
-        )
     checks.flag(name, "is_causal", is_causal)
     if scale is not None:
         checks.number(name, "scale", scale)
-    return _sdpa_checked(query, key, value, attn_mask, bool(is_causal), scale)
+    return _sdpa_checked(query, key, value, attn_mask, bool(is_causal), scale, float(dropout_p))
 
 
-def _sdpa_checked(query, key, value, attn_mask, is_causal, scale):
-    """``scaled_dot_product_attention`` of checked arguments: the shapes are checked here."""
+def _sdpa_checked(query, key, value, attn_mask, is_causal, scale, dropout_p=0.0, seed=None):
+    """``scaled_dot_product_attention`` of checked arguments: the shapes are checked here.
+    With ``dropout_p`` the weights are dropped (``_attention_dropout``)."""
     if query.ndim < 2 or key.ndim != query.ndim or value.ndim != query.ndim:
         raise ValueError(
             "scaled_dot_product_attention: query, key and value must have the same number "
@@ -268,6 +267,20 @@ def _sdpa_checked(query, key, value, attn_mask, is_causal, scale):
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     rec = recorder_of(query, key, value)
     _check_mask("scaled_dot_product_attention", attn_mask, rec)
+    if dropout_p:
+        return _attention_dropout(query, key, value, attn_mask, is_causal, scale, dropout_p,
+                                  seed)[0]  # fmt: skip
     nn = rec.xp.nn
     return nn.scaled_dot_product_attention(query, key, value, attn_mask, is_causal=is_causal,
                                            scale=scale)  # fmt: skip
+
+
+def _attention_dropout(query, key, value, mask, is_causal, scale, p, seed=None):
+    """(out, weights): softmax(q k^T * scale + mask) with dropout ``p`` on the weights
+    (as torch: after the softmax, the kept ones scaled by 1 / (1 - p)), then @ v.
+
+    Recorded op by op: the fused attention op keeps no mask. ``seed`` as ``F.dropout``'s."""
+    xp = recorder_of(query, key, value).xp
+    a = _softmax_op(_scores(xp, query, key, mask, is_causal, scale), axis=-1)
+    a = _dropout(a, p, seed)
+    return a @ value, a

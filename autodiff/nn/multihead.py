@@ -6,9 +6,17 @@ from __future__ import annotations
 import math
 
 from .. import checks
+from ..backends import device_of
 from . import init
 from .activations import softmax
-from .attention import _rope, _scores, _sdpa_checked, _self_attention_packed, _split_heads
+from .attention import (
+    _attention_dropout,
+    _rope,
+    _scores,
+    _sdpa_checked,
+    _self_attention_packed,
+    _split_heads,
+)
 from .layers import Linear, factory, flags, parameter, sizes
 from .linear import linear
 from .module import Module
@@ -45,17 +53,14 @@ class MultiheadAttention(Module):
                 f"MultiheadAttention: embed_dim={embed_dim} is not divisible by "
                 f"num_heads={num_heads}"
             )
-        if dropout:
-            raise NotImplementedError(
-                "MultiheadAttention: dropout > 0 on the attention weights is not supported; "
-                "use nn.Dropout on the output"
-            )
         head_dim = embed_dim // num_heads
         if rope and head_dim % 2:
             raise ValueError(f"MultiheadAttention: rope needs an even head dim, got {head_dim}")
         xp, dtype, device = factory(xp, dtype, device, name, generator)
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, head_dim
         self.batch_first, self.rope, self.rope_base = batch_first, rope, float(rope_base)
+        # torch's attribute: dropout on the attention weights while training
+        self.dropout, self._generator = float(dropout), generator
         w = parameter(xp, (3 * embed_dim, embed_dim), dtype, device)
         self.in_proj_weight = init.xavier_uniform_(w, generator=generator)
         self.in_proj_bias = parameter(xp, (3 * embed_dim,), dtype, device) if bias else None
@@ -98,8 +103,8 @@ class MultiheadAttention(Module):
                 w = self.in_proj_weight
                 m = xp.where(
                     m,
-                    xp.asarray(-math.inf, dtype=w.dtype, device=w.device),
-                    xp.asarray(0.0, dtype=w.dtype, device=w.device),
+                    xp.asarray(-math.inf, dtype=w.dtype, device=device_of(w)),
+                    xp.asarray(0.0, dtype=w.dtype, device=device_of(w)),
                 )
             total = total + m
         return total
@@ -129,7 +134,8 @@ class MultiheadAttention(Module):
         if key_padding_mask is not None and unbatched:
             key_padding_mask = xp.expand_dims(key_padding_mask, axis=0)
         mask = self._mask(xp, attn_mask, key_padding_mask, n)
-        if same and not self.rope:
+        p = self.dropout if self.training else 0.0
+        if same and not self.rope and not p:
             # Self-attention: one matmul for q, k and v, and one op that splits the
             # heads, attends and merges them (its rule stacks dq, dk, dv straight into
             # the matmul's layout).
@@ -148,20 +154,29 @@ class MultiheadAttention(Module):
         if self.rope:
             q = _rope(q, None, self.rope_base, False)
             k = _rope(k, None, self.rope_base, False)
-        out = _sdpa_checked(q, k, v, mask, is_causal, None)
+        weights = None
+        if p:  # the weights dropped, as torch's (and returned after the dropout)
+            seed = int((self._generator or init.default_generator()).integers(2**63 - 1))
+            out, weights = _attention_dropout(q, k, v, mask, is_causal, 1 / math.sqrt(d), p,
+                                              seed)  # fmt: skip
+        else:
+            out = _sdpa_checked(q, k, v, mask, is_causal, None)
         out = xp.reshape(xp.permute_dims(out, (0, 2, 1, 3)), (n, L, E))
         return self._finish(xp, out, (q, k), mask, is_causal, need_weights,
-                            average_attn_weights, unbatched)  # fmt: skip
+                            average_attn_weights, unbatched, weights)  # fmt: skip
 
-    def _finish(self, xp, out, qk, mask, is_causal, need_weights, average, unbatched):
+    def _finish(self, xp, out, qk, mask, is_causal, need_weights, average, unbatched,
+                weights=None):  # fmt: skip
         """The output projection, the weights if asked (``qk``: (q, k), or the packed
-        q|k|v), and the caller's layout."""
+        q|k|v; ``weights`` when already computed), and the caller's layout."""
         out = self.out_proj(out)
-        weights = None
-        if need_weights:
-            q, k = qk[:2] if isinstance(qk, tuple) else _split_heads(xp, qk, self.num_heads)[:2]
-            scale = 1 / math.sqrt(self.head_dim)
-            weights = softmax(_scores(xp, q, k, mask, is_causal, scale), axis=-1)
+        if not need_weights:
+            weights = None
+        else:
+            if weights is None:
+                q, k = qk[:2] if isinstance(qk, tuple) else _split_heads(xp, qk, self.num_heads)[:2]
+                scale = 1 / math.sqrt(self.head_dim)
+                weights = softmax(_scores(xp, q, k, mask, is_causal, scale), axis=-1)
             if average:
                 weights = xp.mean(weights, axis=1)
             if unbatched:

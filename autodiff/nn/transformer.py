@@ -2,25 +2,20 @@
 same constructor arguments, submodule and parameter names (a torch state dict loads
 one to one), post-norm and pre-norm (``norm_first``), torch's mask conventions.
 
-Compositions of ``MultiheadAttention``, ``Linear``, ``LayerNorm`` and ``Dropout``.
-Dropout on the attention weights (``dropout`` > 0 while training) is applied here,
-as torch does inside its attention; ``self_attn`` called on its own has none.
+Compositions of ``MultiheadAttention`` (built with the layer's ``dropout``, which it
+applies to the attention weights while training, as torch's), ``Linear``,
+``LayerNorm`` and ``Dropout``.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 
 from .. import checks
 from ..namespace import recorder_of
-from . import init
-from .activations import softmax
-from .attention import _scores
 from .layers import Dropout, LayerNorm, Linear, flags, sizes
 from .module import Module, ModuleList
 from .multihead import MultiheadAttention
-from .normalization import _dropout
 
 __all__ = [
     "TransformerEncoderLayer",
@@ -50,41 +45,6 @@ def _activation(name, activation):
     return activation
 
 
-def _attend(mha, p, gen, training, x, mem, attn_mask, key_padding_mask, is_causal):
-    """``mha(x, mem, mem)[0]``, with dropout ``p`` on the attention weights while
-    training (torch's MultiheadAttention(dropout=p))."""
-    if not training or p == 0.0:
-        return mha(x, mem, mem, key_padding_mask=key_padding_mask, need_weights=False,
-                   attn_mask=attn_mask, is_causal=is_causal)[0]  # fmt: skip
-    xp = mha.in_proj_weight.__array_namespace__()
-    E, h, d = mha.embed_dim, mha.num_heads, mha.head_dim
-    if x.shape[-1] != E or mem.shape[-1] != E:
-        raise ValueError(
-            f"MultiheadAttention: query, key and value must end with embed_dim={E}, got "
-            f"{tuple(x.shape)}, {tuple(mem.shape)}"
-        )
-    unbatched = x.ndim == 2
-    if unbatched:
-        x, mem = xp.expand_dims(x, axis=0), xp.expand_dims(mem, axis=0)
-        if key_padding_mask is not None:
-            key_padding_mask = xp.expand_dims(key_padding_mask, axis=0)
-    elif not mha.batch_first:
-        x, mem = xp.permute_dims(x, (1, 0, 2)), xp.permute_dims(mem, (1, 0, 2))
-    n, L, S = x.shape[0], x.shape[1], mem.shape[1]
-    mask = mha._mask(xp, attn_mask, key_padding_mask, n)
-    q, k, v = mha._project(xp, x, mem, mem)
-    q = xp.permute_dims(xp.reshape(q, (n, L, h, d)), (0, 2, 1, 3))
-    k = xp.permute_dims(xp.reshape(k, (n, S, h, d)), (0, 2, 1, 3))
-    v = xp.permute_dims(xp.reshape(v, (n, S, h, d)), (0, 2, 1, 3))
-    a = softmax(_scores(xp, q, k, mask, is_causal, 1 / math.sqrt(d)), axis=-1)
-    a = _dropout(a, p, int((gen or init.default_generator()).integers(2**63 - 1)))
-    out = xp.reshape(xp.permute_dims(a @ v, (0, 2, 1, 3)), (n, L, E))
-    out = mha.out_proj(out)
-    if unbatched:
-        return out[0, ...]
-    return out if mha.batch_first else xp.permute_dims(out, (1, 0, 2))
-
-
 class _Layer(Module):
     """What the encoder and decoder layers share: arguments, the feed-forward block."""
 
@@ -99,10 +59,8 @@ class _Layer(Module):
         if d_model % nhead:
             raise ValueError(f"{name}: d_model={d_model} is not divisible by nhead={nhead}")
         gen = kw["generator"]
-        self.self_attn = MultiheadAttention(d_model, nhead, bias=bias, batch_first=batch_first,
-                                            **kw)  # fmt: skip
-        self.attn_dropout = float(dropout)
-        self._attn_generator = gen
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias=bias,
+                                            batch_first=batch_first, **kw)  # fmt: skip
         self._extra_attention()
         self.linear1 = Linear(d_model, dim_feedforward, bias, **kw)
         self.dropout = Dropout(dropout, generator=gen)
@@ -120,8 +78,8 @@ class _Layer(Module):
         pass
 
     def _sa(self, mha, x, mem, mask, kpm, is_causal, drop):
-        out = _attend(mha, self.attn_dropout, self._attn_generator, self.training, x, mem,
-                      mask, kpm, is_causal)  # fmt: skip
+        out = mha(x, mem, mem, key_padding_mask=kpm, need_weights=False, attn_mask=mask,
+                  is_causal=is_causal)[0]  # fmt: skip
         return drop(out)
 
     def _ff(self, x, drop):
@@ -199,7 +157,12 @@ class TransformerDecoderLayer(_Layer):
         sa = self.self_attn
         bias = sa.in_proj_bias is not None
         self.multihead_attn = MultiheadAttention(
-            sa.embed_dim, sa.num_heads, bias=bias, batch_first=sa.batch_first, **self._kw
+            sa.embed_dim,
+            sa.num_heads,
+            sa.dropout,
+            bias=bias,
+            batch_first=sa.batch_first,
+            **self._kw,
         )
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
@@ -243,7 +206,7 @@ def _stack(owner, self, layer, cls, num_layers, norm):
     # Deep copies that share the layer's generators (copies of a generator would
     # draw the same dropout masks in every layer).
     gens = [m.generator for m in layer.modules() if isinstance(m, Dropout)]
-    gens.append(layer._attn_generator)
+    gens += [m._generator for m in layer.modules() if isinstance(m, MultiheadAttention)]
     memo = {id(g): g for g in gens if g is not None}
     self.layers = ModuleList([copy.deepcopy(layer, dict(memo)) for _ in range(num_layers)])
     self.num_layers = num_layers

@@ -13,9 +13,11 @@ are checked against PyTorch's before timing."""
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 
-from ._case import AUTODIFF, SKIP, TORCH
+from ._case import AUTODIFF, NUMPY, SKIP, TORCH
 from ._timing import table, timed
 from .threads import limit_threads
 
@@ -95,17 +97,23 @@ def run_against_torch(title: str, factories: dict, repeats: int, rtol=1e-3) -> s
     grads = {name: step.grads() for name, step in impls.items()}
     if TORCH in impls:
         ref = grads[TORCH]
-        np.testing.assert_allclose(losses[AUTODIFF], losses[TORCH], rtol=1e-5)
-        assert sorted(grads[AUTODIFF]) == sorted(ref), sorted(grads[AUTODIFF])
-        for k, g in grads[AUTODIFF].items():
-            tol = rtol * float(np.abs(ref[k]).max())
-            np.testing.assert_allclose(g, ref[k], rtol=rtol, atol=tol, err_msg=f"d {k}")
+        for name in impls:
+            np.testing.assert_allclose(losses[name], losses[TORCH], rtol=1e-5, err_msg=name)
+            assert sorted(grads[name]) == sorted(ref), (name, sorted(grads[name]))
+            for k, g in grads[name].items():
+                tol = rtol * float(np.abs(ref[k]).max())
+                np.testing.assert_allclose(g, ref[k], rtol=rtol, atol=tol,
+                                           err_msg=f"{name}: d {k}")  # fmt: skip
     times, how = timed(impls, repeats)
     base = TORCH if TORCH in times else AUTODIFF
-    return (f"{title}; {repeats} {how}, 2 threads, float32\n"
-            f"loss {losses[AUTODIFF]:.6g}; loss and {len(grads[AUTODIFF])} parameter "
-            f"gradients checked against PyTorch\n\n"
-            + table(times, 1e3, "ms", base))  # fmt: skip
+    report = (f"{title}; {repeats} {how}, 2 threads, float32\n"
+              f"loss {losses[AUTODIFF]:.6g}; loss and {len(grads[AUTODIFF])} parameter "
+              f"gradients checked against PyTorch\n\n"
+              + table(times, 1e3, "ms", base))  # fmt: skip
+    if NUMPY in times and base != NUMPY:
+        paired = statistics.median(a / b for a, b in zip(times[AUTODIFF], times[NUMPY]))
+        report += f"\n\nautodiff / hand-written NumPy: {paired:.2f} (paired median)"
+    return report
 
 
 def autodiff_step():

@@ -322,3 +322,49 @@ def test_bad_forward_arguments(xp):
 
 def test_report_max_differences():
     print({k: f"{v:.1e}" for k, v in MAX_DIFF.items()})
+
+
+# torch warns about its own nested-tensor fast path and about mixed mask types
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_matches_torch(xp, batch_first, norm_first):
+    """nn.Transformer (encoder + decoder stacks, final LayerNorms) loads torch's state
+    dict strictly and gives torch's output and gradients, with its causal mask helper,
+    padding masks and a memory mask."""
+    opts = {"batch_first": batch_first, "norm_first": norm_first}
+    torch.manual_seed(3)
+    theirs = torch.nn.Transformer(E, H, 2, 2, FF, dropout=0.0, **opts)
+    ours = nn.Transformer(E, H, 2, 2, FF, dropout=0.0, **opts, **_kw(xp))
+    assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
+    causal = nn.Transformer.generate_square_subsequent_mask(T, xp=xp, dtype=xp.float64)
+    ref_causal = torch.nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)
+    np.testing.assert_array_equal(np.asarray(causal.data), ref_causal.numpy())
+    src = _src(batch_first)
+    tgt = _r(N, T, E) if batch_first else _r(T, N, E)
+
+    def call(m, xs, conv):
+        mine = isinstance(m, nn.Module)
+        return m(xs[0], xs[1], tgt_mask=causal if mine else ref_causal,
+                 memory_mask=conv(_FLOAT_TS), src_key_padding_mask=conv(_KPM_S),
+                 tgt_key_padding_mask=conv(_KPM_T),
+                 memory_key_padding_mask=conv(_KPM_S))  # fmt: skip
+
+    _run(xp, ours, theirs, [src, tgt], call, True, label="Transformer")
+
+
+def test_transformer_initialization_and_errors(xp):
+    m = nn.Transformer(E, H, 1, 1, FF, **_kw(xp))
+    for k, p in m.named_parameters():
+        a = np.asarray(p.data)
+        if a.ndim > 1:  # Xavier-uniform, as torch's _reset_parameters
+            bound = np.sqrt(6 / (a.shape[0] + a.shape[1]))
+            assert np.abs(a).max() <= bound and np.abs(a).max() > 0.5 * bound, k
+    with pytest.raises(ValueError, match="Transformer: the feature number"):
+        m(xp.asarray(_r(S, N, E + 1)), xp.asarray(_r(T, N, E)))
+    with pytest.raises(ValueError, match="Transformer: the batch of src"):
+        m(xp.asarray(_r(S, N, E)), xp.asarray(_r(T, N + 1, E)))
+    with pytest.raises(TypeError, match="Transformer: custom_encoder must be a Module"):
+        nn.Transformer(E, H, custom_encoder=3, **_kw(xp))
+    with pytest.raises(ValueError, match="num_encoder_layers"):
+        nn.Transformer(E, H, 0, **_kw(xp))

@@ -23,6 +23,7 @@ from .rnn import GRU, LSTM, GatedMemoryCell, GRUCell, LSTMCell
 from .stateless import functional_call
 from .summary import summary
 from .transformer import (
+    Transformer,
     TransformerDecoder,
     TransformerDecoderLayer,
     TransformerEncoder,
@@ -64,6 +65,7 @@ __all__ = [
     "TransformerEncoder",
     "TransformerDecoderLayer",
     "TransformerDecoder",
+    "Transformer",
     "functional_call",
     "summary",
 ]

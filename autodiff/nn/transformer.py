@@ -13,7 +13,8 @@ import copy
 
 from .. import checks
 from ..namespace import recorder_of
-from .layers import Dropout, LayerNorm, Linear, flags, sizes
+from . import init
+from .layers import Dropout, LayerNorm, Linear, factory, flags, sizes
 from .module import Module, ModuleList
 from .multihead import MultiheadAttention
 
@@ -22,6 +23,7 @@ __all__ = [
     "TransformerEncoder",
     "TransformerDecoderLayer",
     "TransformerDecoder",
+    "Transformer",
 ]
 
 
@@ -254,3 +256,82 @@ class TransformerDecoder(Module):
                       memory_key_padding_mask=memory_key_padding_mask,
                       tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)  # fmt: skip
         return x if self.norm is None else self.norm(x)
+
+
+class Transformer(Module):
+    """The encoder-decoder model of "Attention is all you need", as ``torch.nn.Transformer``:
+    ``encoder`` (``num_encoder_layers`` encoder layers, then a LayerNorm) and ``decoder``
+    (the same for decoder layers), the same arguments, parameter names and
+    initialization (Xavier-uniform for every parameter of more than one axis).
+
+    ``model(src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+    src_key_padding_mask=None, tgt_key_padding_mask=None, memory_key_padding_mask=None,
+    src_is_causal=None, tgt_is_causal=None, memory_is_causal=False)``; layouts and masks
+    as the layers'. ``custom_encoder``/``custom_decoder`` replace the stacks.
+    """
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
+                 dim_feedforward=2048, dropout=0.1, activation="relu", custom_encoder=None,
+                 custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False,
+                 bias=True, *, xp=None, dtype=None, device=None, generator=None):  # fmt: skip
+        super().__init__()
+        name = "Transformer"
+        checks.integer(name, "num_encoder_layers", num_encoder_layers, low=1)
+        checks.integer(name, "num_decoder_layers", num_decoder_layers, low=1)
+        kw = {"xp": xp, "dtype": dtype, "device": device, "generator": generator}
+        ln = {k: v for k, v in kw.items() if k != "generator"}
+        args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                batch_first, norm_first, bias)  # fmt: skip
+        for what, custom in (("custom_encoder", custom_encoder),
+                             ("custom_decoder", custom_decoder)):  # fmt: skip
+            if custom is not None and not isinstance(custom, Module):
+                raise TypeError(f"{name}: {what} must be a Module or None, got "
+                                f"{type(custom).__name__}")  # fmt: skip
+        if custom_encoder is None:
+            layer = TransformerEncoderLayer(*args, **kw)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **ln)
+            custom_encoder = TransformerEncoder(layer, num_encoder_layers, norm)
+        if custom_decoder is None:
+            layer = TransformerDecoderLayer(*args, **kw)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **ln)
+            custom_decoder = TransformerDecoder(layer, num_decoder_layers, norm)
+        self.encoder, self.decoder = custom_encoder, custom_decoder
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        for p in self.parameters():  # as torch's _reset_parameters
+            if p.ndim > 1:
+                init.xavier_uniform_(p, generator=generator)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+                src_key_padding_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):  # fmt: skip
+        name = "Transformer"
+        if src.ndim != tgt.ndim:
+            raise ValueError(f"{name}: src and tgt must both be batched or both unbatched, "
+                             f"got shapes {tuple(src.shape)} and {tuple(tgt.shape)}")  # fmt: skip
+        batch = 0 if self.batch_first else 1
+        if src.ndim == 3 and src.shape[batch] != tgt.shape[batch]:
+            raise ValueError(f"{name}: the batch of src ({src.shape[batch]}) and tgt "
+                             f"({tgt.shape[batch]}) must be equal")  # fmt: skip
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise ValueError(f"{name}: the feature number of src and tgt must be "
+                             f"d_model={self.d_model}, got {src.shape[-1]} and "
+                             f"{tgt.shape[-1]}")  # fmt: skip
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)  # fmt: skip
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)  # fmt: skip
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None, *, xp=None):
+        """The (sz, sz) float causal mask: 0 on and below the diagonal, -inf above (as
+        torch's), in namespace ``xp`` (default: the layers' default namespace)."""
+        name = "generate_square_subsequent_mask"
+        checks.integer(name, "sz", sz, low=0)
+        xp, dtype, device = factory(xp, dtype, device, name)
+        ones = xp.ones((sz, sz), dtype=xp.bool, device=device)
+        zero = xp.zeros((sz, sz), dtype=dtype, device=device)
+        return xp.where(xp.triu(ones, k=1), xp.full_like(zero, -float("inf")), zero)

@@ -144,11 +144,12 @@ class _ConvNd(Module):
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
             f"stride={self.stride}"
         )
-        if self.padding not in ((0, 0), "valid"):
+        zeros, ones = (0,) * len(self.kernel_size), (1,) * len(self.kernel_size)
+        if self.padding not in (zeros, "valid"):
             s += f", padding={self.padding}"
-        if getattr(self, "output_padding", (0, 0)) != (0, 0):
+        if getattr(self, "output_padding", zeros) != zeros:
             s += f", output_padding={self.output_padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != ones:
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"

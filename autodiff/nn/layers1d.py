@@ -34,26 +34,7 @@ __all__ = [
 ]
 
 
-class _Conv1dRepr(_ConvNd):
-    def extra_repr(self):
-        s = (
-            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-            f"stride={self.stride}"
-        )
-        if self.padding not in ((0,), "valid"):
-            s += f", padding={self.padding}"
-        if getattr(self, "output_padding", (0,)) != (0,):
-            s += f", output_padding={self.output_padding}"
-        if self.dilation != (1,):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
-
-
-class Conv1d(_Conv1dRepr):
+class Conv1d(_ConvNd):
     """1-D convolution over (N, C, L); weight (out, in/groups, k), as torch."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
@@ -76,7 +57,7 @@ class Conv1d(_Conv1dRepr):
                             self.dilation[0], self.groups)  # fmt: skip
 
 
-class ConvTranspose1d(_Conv1dRepr):
+class ConvTranspose1d(_ConvNd):
     """Transposed 1-D convolution; weight (in, out/groups, k), as torch."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,

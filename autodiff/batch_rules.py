@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 
+from .backends import device_of
 from .batching import (
     RULES,
     STYLE_RULES,
@@ -425,7 +426,7 @@ def _getitem(c, x, *, key):
             # too (the standard takes integer arrays only alongside integers)
             shapes = [tuple(getattr(k, "shape", ())) for k in parts if _is_index_array(k)]
             r = len(_broadcast_shape(*shapes))
-            first = xp.reshape(xp.arange(n, device=x.device), (n,) + (1,) * r)
+            first = xp.reshape(xp.arange(n, device=device_of(x)), (n,) + (1,) * r)
             return x[(first,) + parts]
         if not _contiguous(parts):
             return NotImplemented
@@ -448,7 +449,7 @@ def _getitem(c, x, *, key):
     idx = [c.pad(k, r) if b else k for k, b in zip(parts, flags)]
     pre = adv[0]
     if c.bd[0]:
-        first = xp.reshape(xp.arange(n, device=x.device), (n,) + (1,) * r)
+        first = xp.reshape(xp.arange(n, device=device_of(x)), (n,) + (1,) * r)
         out = x[(first,) + tuple(idx)]  # advanced axes first: (n, S..., pre..., rest)
         if pre:
             out = xp.moveaxis(out, tuple(range(1, 1 + r)), tuple(range(1 + pre, 1 + pre + r)))
@@ -478,7 +479,7 @@ def _take(c, x, indices, *, axis=None):
     xm = xp.moveaxis(x, ax + 1, 1)
     m = xm.shape[1]
     flat = xp.reshape(xm, (n * m,) + tuple(xm.shape[2:]))
-    offsets = xp.reshape(xp.arange(n, dtype=indices.dtype, device=indices.device) * m, (n, 1))
+    offsets = xp.reshape(xp.arange(n, dtype=indices.dtype, device=device_of(indices)) * m, (n, 1))
     out = c.f(flat, xp.reshape(indices + offsets, (-1,)), axis=0)
     out = xp.reshape(out, (n, k) + tuple(xm.shape[2:]))
     return xp.moveaxis(out, 1, ax + 1)
@@ -647,7 +648,7 @@ def _embedding(c, weight, indices, *, padding_idx):
     indices = c.lift(indices, bi)
     rows = weight.shape[1]
     table = xp.reshape(weight, (n * rows, weight.shape[2]))
-    offsets = xp.arange(n, dtype=indices.dtype, device=indices.device) * rows
+    offsets = xp.arange(n, dtype=indices.dtype, device=device_of(indices)) * rows
     offsets = xp.reshape(offsets, (n,) + (1,) * (indices.ndim - 1))
     out = c.f(table, indices + offsets, padding_idx=None)
     if padding_idx is None:

@@ -38,6 +38,7 @@ import threading
 import warnings
 
 from . import graph
+from .backends import device_of
 from .registry import ops as _registry_ops
 from .tensor import (
     BINARY_OPERATORS,
@@ -140,7 +141,7 @@ class Batched:
 
     @property
     def device(self):
-        return self.value.device
+        return device_of(self.value)
 
     @property
     def data(self):

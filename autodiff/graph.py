@@ -667,6 +667,7 @@ class Pass:
         # node -> mask of the structural zeros of its pending gradient (see Zeros): only
         # while every gradient that reached it so far had one.
         masks = {}
+        short = {}
         fit, add, raw, xp = self.fit, self.add, not self.create, self.xp
         watch, B = anomaly[0], self.rec.backend  # detect_anomaly
         zeros = Zeros  # local: the edge loop is the hot path
@@ -696,6 +697,7 @@ class Pass:
                 continue
             op = node.op
             edges = node.edges
+            full = short.pop(node, None) if short else None  # g stands for g broadcast to it
             if node.versions or node.args is None:
                 _check_node(node)
             mask = masks.pop(node, None) if masks else None
@@ -716,7 +718,10 @@ class Pass:
                     args, ans = node.args, node.ans
                     rules = op.vjp
                     if len(edges) == 1:
-                        grads, fitted = (rules[0](xp, g, ans, args[0]),), op.keeps_dtype
+                        # a gradient smaller than the output (a reduction's, still to be
+                        # broadcast) gives one as small: fitted at the edge
+                        fitted = op.keeps_dtype and full is None
+                        grads = (rules[0](xp, g, ans, args[0]),)
                     else:
                         a, b = args
                         e1, e2 = edges
@@ -778,8 +783,17 @@ class Pass:
                     gi = gi.value(xp)
                 elif mask is not None or kind is zeros:
                     gi, gm = _masked(xp, gi, mask, mask is not None and clean, shape, op)
-                if not fitted and (gi.shape != shape or gi.dtype != dtype):
-                    gi = fit(gi, shape, dtype)
+                if not fitted and (gi.shape != shape or gi.dtype != dtype or full is not None):
+                    # An element-wise rule broadcasts a smaller gradient (a reduction's)
+                    # for free: it is broadcast only where a rule, a hook or a leaf needs
+                    # the full shape. ``short`` holds the output shape of the nodes whose
+                    # pending gradient is such a smaller one.
+                    defer = parent is not None and parent.op.elementwise
+                    if defer and hooking:
+                        defer = getattr(parent, "hooks", None) is None
+                    gi = fit(gi, shape, dtype, defer, full)
+                    if defer and gi.shape != shape:
+                        short[parent] = shape
                 if parent is None:
                     if targets is None:
                         self.accumulate_leaf(index, gi)
@@ -880,9 +894,16 @@ class Pass:
     def add(a, b):
         return a + b
 
-    def fit(self, g, shape, dtype):
-        """Undo broadcasting (sum back to ``shape``) and cast to the input's dtype."""
+    def fit(self, g, shape, dtype, defer=False, full=None):
+        """Undo broadcasting (sum back to ``shape``) and cast to the input's dtype.
+
+        A gradient that broadcasts to ``shape`` (a reduction's) is broadcast, unless
+        ``defer``: it goes on as it is to an element-wise rule, which broadcasts it.
+        ``full``: ``g`` stands for ``g`` broadcast to ``full`` (an element-wise rule's
+        result from such a gradient); it is broadcast first if a sum needs it."""
         xp = self.xp
+        if full is not None and shape != full and g.shape != full:
+            g = xp.broadcast_to(g, full)  # the input was broadcast: its sums need all terms
         if g.shape != shape:
             lead = g.ndim - len(shape)
             if lead > 0:
@@ -891,7 +912,7 @@ class Pass:
                 axes = tuple(i for i, (a, b) in enumerate(zip(g.shape, shape)) if b == 1 and a != 1)
                 if axes:
                     g = xp.sum(g, axis=axes, keepdims=True)
-            if g.shape != shape:
+            if g.shape != shape and not defer and not _unknown(g.shape, shape):
                 g = xp.broadcast_to(g, shape)
         if g.dtype != dtype:
             if self.rec.is_complex(g.dtype) and not self.rec.is_complex(dtype):
@@ -916,6 +937,7 @@ class Pass:
         d = entry[1]
         if id(d) in self.mine and d.shape == g.shape and d.dtype == g.dtype:
             d += g  # a sum this pass made: accumulate without a new array
+            entry[1] = d  # the same array, but where += makes a new one (dask)
         else:
             d = d + g
             if not rec.backend.is_array(d):  # 0-d numpy sums are scalars
@@ -1009,6 +1031,14 @@ class Pass:
             xp.zeros(shape, dtype=dtype, device=device) if g is None else g
             for g, (shape, dtype) in zip(gs, node.outs)
         )
+
+
+def _unknown(have, shape):
+    """Whether ``shape`` has sizes unknown until computed (dask's NaN after a boolean
+    mask) where ``have`` is 1: such a gradient can't be broadcast by shape; the rules that
+    read it (indexing's) broadcast it against their own arrays."""
+    return any(s != s or s is None for s, h in zip(shape[len(shape) - len(have) :], have)
+               if h == 1)  # fmt: skip
 
 
 def edge(t):

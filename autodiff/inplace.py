@@ -241,6 +241,9 @@ def inplace(t, name, other):
         _write(t, _fit(rec, t, getattr(rec.xp, name)(t, other), what), what)
         return t
     o = rec.raw(other, name)
+    if not hasattr(t.data, _DUNDER[name]):  # immutable arrays (dask's): a new buffer
+        _write(t, _fit(rec, t, getattr(rec.xp, name)(t, other), what), what)
+        return t
     try:
         out = getattr(t.data, _DUNDER[name])(o)
     except ValueError as exc:  # a read-only view: written as when recorded

@@ -397,7 +397,12 @@ class Recorder:
                 versions.append((c, c[0]))
             else:  # what the rule may read of an argument whose values it doesn't need
                 d = a.data
-                saved[i] = Meta(d.shape, d.dtype, device_of(d))
+                if any(n != n or n is None for n in d.shape):
+                    # sizes known only once computed (dask, after a boolean mask): the
+                    # lazy array itself, so a rule can count its elements lazily
+                    saved[i] = d
+                else:
+                    saved[i] = Meta(d.shape, d.dtype, device_of(d))
         return tuple(saved), tuple(edges), tuple(versions)
 
     def _mix_error(self, name, a):

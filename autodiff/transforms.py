@@ -808,7 +808,8 @@ def _custom_grads(bwd, name, rec, xp, g, residuals, *args):
         if isinstance(r, Tensor) and xp.records:
             # A VJP is linear in g: one that doesn't depend on it is zero, or was computed
             # from detached values (and its derivative would be a silent zero).
-            if traced and not r.requires_grad and bool(xp.any(r != 0)):
+            host = rec.backend.checks_on_host(r.data)  # never a compute or a device sync
+            if traced and not r.requires_grad and host and bool(xp.any(r != 0)):
                 raise TypeError(
                     f"custom_vjp '{name}': under create_graph, bwd returned a gradient for "
                     f"argument {i} that does not depend on g (computed from detached or "

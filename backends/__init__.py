@@ -3,8 +3,8 @@
 ``resolve(xp)`` returns a :class:`Backend`: the array-api-compat namespace of
 ``xp`` (every standard function, as attributes) plus the kernels of
 :data:`KERNELS`. A kernel comes from the library's fast-path module when it has
-one (``numpy_fast.py``, ``cupy_fast.py``) and from ``generic.py`` otherwise,
-which is written in the Array API alone (and the other kernels, reached through
+one (``numpy_fast.py``, ``cupy_fast.py``, ``dask_fast.py``) and from ``generic.py``
+otherwise, which is written in the Array API alone (and the other kernels, reached through
 the namespace it is given) and works on every conforming namespace, the
 recording one of autodiff included. Optional libraries are never imported
 eagerly.
@@ -21,8 +21,9 @@ import importlib
 import types
 
 from . import generic
+from .generic import device_of
 
-__all__ = ["Backend", "resolve", "KERNELS", "to_host"]
+__all__ = ["Backend", "resolve", "KERNELS", "to_host", "device_of"]
 
 KERNELS = (
     "index_add",
@@ -43,11 +44,18 @@ KERNELS = (
 _FAST = {
     "numpy": "numpy_fast",
     "cupy": "cupy_fast",
+    "dask.array": "dask_fast",
 }
+
+# Standard functions some libraries lack (array-api-compat's dask namespace): taken from
+# the fast-path module, else from ``generic.py``, only where the library has none.
+FILLS = ("take_along_axis",)
 
 # Backends whose arrays live in device memory: reading a value back (``bool(any(...))``
 # in a validity check) is a device-to-host copy that stalls the stream.
 _DEVICE_MEMORY = frozenset({"cupy"})
+# Lazy backends: reading a value back computes the graph built so far.
+_LAZY = frozenset({"dask.array"})
 # Device names (torch, jax, ...) that are not host memory; any other device is.
 _ACCELERATORS = ("cuda", "gpu", "rocm", "hip", "mps", "xpu", "tpu", "meta")
 
@@ -104,6 +112,14 @@ class Backend(types.SimpleNamespace):
         fast = importlib.import_module(f"{__name__}.{_FAST[key]}") if key in _FAST else None
         for name, fn in getattr(fast, "FUNCTIONS", {}).items():
             setattr(self, name, fn)
+        for name in FILLS:
+            if getattr(self, name, None) is None:
+                impl = getattr(fast, name, None) or getattr(generic, name)
+                setattr(self, name, functools.partial(impl, self))
+        extra = getattr(fast, "LINALG", None)
+        if extra:  # functions the library's linalg lacks or gets wrong
+            own = {k: v for k, v in vars(self.linalg).items() if not k.startswith("__")}
+            self.linalg = types.SimpleNamespace(**{**own, **extra})
         for name in KERNELS:  # bound to this Backend: generic kernels call the others
             impl = getattr(fast, name, None) or getattr(generic, name)
             setattr(self, name, functools.partial(impl, self))
@@ -114,23 +130,22 @@ class Backend(types.SimpleNamespace):
         self.scalar_types = fast.SCALAR_TYPES if fast is not None else ()
         self.array_type = fast.ARRAY_TYPE if fast is not None else None
         # Whether validity checks (target or index out of range) may read a value back
-        # to the host: True on CPU backends; torch and others are decided per array
-        # by ``checks_on_host``.
-        self.host_checks = key not in _DEVICE_MEMORY
+        # to the host: True on eager CPU backends (never on a GPU, never on a lazy
+        # backend, where it would compute); torch and others are decided per array by
+        # ``checks_on_host``.
+        self.host_checks = key not in _DEVICE_MEMORY and key not in _LAZY
+        # Whether arrays are task graphs computed on demand (dask): persisted by the
+        # optimizers each step so that the graph does not grow
+        self.lazy = key in _LAZY
 
     def __repr__(self):
         return f"<Backend {self.key}>"
 
-    def device_of(self, x):
-        d = getattr(x, "device", None)
-        if d is None:
-            import array_api_compat
-
-            d = array_api_compat.device(x)
-        return d
+    device_of = staticmethod(device_of)
 
     def checks_on_host(self, x) -> bool:
-        """Whether a check may read a value of ``x`` back to the host (never on a GPU)."""
+        """Whether a check may read a value of ``x`` back to the host (never on a GPU,
+        never on a lazy backend: dask would compute)."""
         if not self.host_checks:
             return False
         # As torch's CUDA kernels, which assert asynchronously: no sync for a check.

@@ -6,6 +6,17 @@ recording namespace it is the differentiable op of that name."""
 from __future__ import annotations
 
 
+def device_of(x, /):
+    """The device of the array or Tensor ``x``: its ``.device``, or array-api-compat's
+    answer for a library whose arrays have none (dask's)."""
+    d = getattr(x, "device", None)
+    if d is None:
+        import array_api_compat
+
+        d = array_api_compat.device(x)
+    return d
+
+
 def index_add(xp, x, indices, values, axis=0):
     """``out = copy(x); out[..., indices[j], ...] += values[..., j, ...]`` along ``axis``.
 
@@ -17,7 +28,7 @@ def index_add(xp, x, indices, values, axis=0):
     """
     axis = axis % x.ndim
     m = x.shape[axis]
-    device = getattr(x, "device", None)
+    device = device_of(x)
     indices = xp.reshape(indices, (-1,))
     order = xp.argsort(indices, stable=True)
     sorted_idx = xp.take(indices, order)
@@ -39,6 +50,37 @@ def index_add_(xp, x, indices, values, axis=0):
     """``index_add`` into ``x`` itself where the library can (``x`` must be the caller's
     own array; use the result). Here, in the standard alone, a new array."""
     return xp.index_add(x, indices, values, axis=axis)
+
+
+def take_along_axis(xp, x, indices, /, *, axis=-1):
+    """``out[..., j, ...] = x[..., indices[..., j, ...], ...]`` along ``axis`` (the other
+    axes broadcast), for namespaces without it: one ``take`` from the flattened ``x``
+    at ``row * n + index``."""
+    axis = axis % x.ndim
+    x = xp.moveaxis(x, axis, -1)
+    idx = xp.moveaxis(indices, axis, -1)
+    n, k = x.shape[-1], idx.shape[-1]
+    lead = _broadcast(x.shape[:-1], idx.shape[:-1])
+    x = xp.broadcast_to(x, lead + (n,))
+    idx = xp.broadcast_to(idx, lead + (k,))
+    idx = xp.where(idx < 0, idx + n, idx)  # negative indices count from the end
+    rows = 1
+    for s in lead:
+        rows *= s
+    start = xp.reshape(xp.arange(rows, dtype=idx.dtype, device=device_of(x)) * n, lead + (1,))
+    out = xp.take(xp.reshape(x, (-1,)), xp.reshape(idx + start, (-1,)))
+    return xp.moveaxis(xp.reshape(out, lead + (k,)), -1, axis)
+
+
+def _broadcast(a, b):
+    """The broadcast of two shapes (tuples of ints)."""
+    a, b = (1,) * (len(b) - len(a)) + tuple(a), (1,) * (len(a) - len(b)) + tuple(b)
+    out = []
+    for m, n in zip(a, b):
+        if m != n and 1 not in (m, n):
+            raise ValueError(f"take_along_axis: shapes {a} and {b} don't broadcast")
+        out.append(n if m == 1 else m)
+    return tuple(out)
 
 
 def matmul_stack(xp, pairs, axis, perm):

@@ -29,6 +29,8 @@ CASES = (
     "vmap",
     "transformer",
     "resnet",
+    "dask_logistic",
+    "distributed",
 )
 
 

@@ -12,6 +12,7 @@ or an unavailable backend.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import sys
@@ -30,11 +31,22 @@ def _namespace(name):
         "array_api_strict": "array_api_strict",
         "torch": "array_api_compat.torch",
         "cupy": "array_api_compat.cupy",
+        "dask": "array_api_compat.dask.array",
     }
     try:
         return ad.Autodiff(importlib.import_module(modules.get(name, name)))
     except Exception as exc:  # ImportError, or not an Array API namespace
         raise SystemExit(f"gradcheck: backend {name!r} is not available ({exc})") from None
+
+
+def _scheduler(xp):
+    """A new context to run one check in: on dask, its synchronous scheduler (the
+    checks compute many tiny graphs, which threads only slow down); elsewhere none."""
+    if xp.__name__ != "autodiff.dask.array":
+        return contextlib.nullcontext()
+    import dask
+
+    return dask.config.set(scheduler="synchronous")
 
 
 def _record(op, status, detail, rule="vjp"):
@@ -88,8 +100,9 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
             for rule, k, check, kw in checks:
                 rec = {"op": name, "sample": sample.label, "order": k, "rule": rule}
                 try:
-                    res = check(f, *sample.inputs, xp=xp, seed=seed, dtype=dtype,
-                                raise_on_fail=False, **kw)  # fmt: skip
+                    with _scheduler(xp):
+                        res = check(f, *sample.inputs, xp=xp, seed=seed, dtype=dtype,
+                                    raise_on_fail=False, **kw)  # fmt: skip
                     rec.update(status=res.status, max_abs=res.max_abs, max_rel=res.max_rel,
                                detail="" if res.status == "ok" else str(res))  # fmt: skip
                 except Exception as exc:  # an error in the rule is a failure too
@@ -101,21 +114,27 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
 def _unsupported(xp, sample, dtype="float64"):
     """Why the backend can't run the sample's forward at all (NotImplementedError from
     the library itself, e.g. unique_all in array_api_compat's torch; on complex inputs,
-    a TypeError: array_api_strict's var takes real values only), else None."""
+    a TypeError: array_api_strict's var takes real values only; on dask, an output whose
+    shape depends on the values: unique_*, a boolean mask), else None."""
     import autodiff as ad
 
     from .core import as_checked
 
     complex_run = dtype.startswith("complex")
     try:
-        with ad.no_grad():
-            sample.call(xp, *[xp.asarray(a) for a in as_checked(sample.inputs, dtype)])
+        with ad.no_grad(), _scheduler(xp):
+            out = sample.call(xp, *[xp.asarray(a) for a in as_checked(sample.inputs, dtype)])
     except NotImplementedError as exc:
         return f"the backend lacks it: {exc}"
     except TypeError as exc:
         return f"the backend takes real inputs only here: {exc}" if complex_run else None
     except Exception:  # any other error is the checks' to report
         return None
+    for o in out if isinstance(out, (tuple, list)) else (out,):
+        shape = getattr(o, "shape", ())
+        if any(n is None or n != n for n in shape):  # None, or dask's NaN
+            return (f"the output's shape {tuple(shape)} depends on the values, which a lazy "
+                    "backend doesn't know before computing (the checks need it)")  # fmt: skip
     return None
 
 
@@ -131,7 +150,8 @@ def _fmt(v):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="gradcheck", description=__doc__.splitlines()[0])
     p.add_argument("--backend", default="numpy",
-                   help="numpy, array_api_strict, torch, cupy or an importable module")  # fmt: skip
+                   help="numpy, array_api_strict, torch, cupy, dask or an importable "
+                   "module")  # fmt: skip
     p.add_argument("--op", action="append", dest="ops", metavar="NAME", help="check only this op")
     p.add_argument(
         "--dtype",

@@ -22,12 +22,19 @@ def _rows(out):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_case_runs_and_reports_each_implementation(case, capsys):
+def test_case_runs_and_reports_each_implementation(case, capsys, monkeypatch):
     if case in ("transformer", "resnet"):  # their weights come from torch
         pytest.importorskip("torch", reason=f"the {case} case takes torch's weights")
+    if case == "dask_logistic":  # tiny data (it still starts a 2-worker LocalCluster)
+        pytest.importorskip("distributed", reason="the dask_logistic case needs distributed")
+        from benchmarks import dask_logistic
+
+        monkeypatch.setattr(dask_logistic, "CLUSTER", (3, 400, 5))
+        monkeypatch.setattr(dask_logistic, "IN_MEMORY", (3, 400, 5))
     main([case, "--repeats", "2"])
     rows = _rows(capsys.readouterr().out)
-    assert any(k.startswith("autodiff (numpy)") for k in rows)  # complex_chain: per dtype
+    # complex_chain: per dtype
+    assert any(k.startswith(("autodiff (numpy)", "autodiff (dask)")) for k in rows)
     assert all(float(v) > 0 for v in rows.values())
 
 

@@ -51,6 +51,30 @@ def test_broadcasting_is_undone_to_the_primal_shape(xp, op, shapes):
     check_grad(BINARY[op](xp), a, b, xp=xp)  # also checks shape, dtype and device
 
 
+# A reduction's gradient reaches element-wise rules before it is broadcast (the pass
+# broadcasts it only where a rule, a hook or a leaf needs the full shape): every way
+# such a pending gradient meets a broadcast input, a second reduction, fan-out and a
+# non-element-wise rule.
+PENDING = {
+    "sum of a broadcast sum": lambda xp: lambda a, b: xp.sum(a + b),
+    "mean over an axis": lambda xp: lambda a, b: xp.sum(xp.mean(a * b, axis=0) * 3.0),
+    "kept axis": lambda xp: lambda a, b: xp.sum(xp.sin(xp.sum(a - b, axis=-1, keepdims=True))),
+    "unary chain": lambda xp: lambda a, b: xp.mean(xp.exp(-(a * b))),
+    "fan-out": lambda xp: lambda a, b: xp.mean(a + b) + xp.sum(xp.tanh(a + b)),
+    "then reshape": lambda xp: (
+        lambda a, b: xp.sum(xp.reshape(xp.mean(a * b, axis=0, keepdims=True) + b, (-1,)) ** 2)
+    ),
+    "two reductions": lambda xp: lambda a, b: xp.sum(xp.mean(a + b, axis=0) * xp.mean(b)),
+}
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+@pytest.mark.parametrize("case", sorted(PENDING))
+def test_a_reductions_gradient_broadcast_late_is_exact(xp, case, shapes):
+    a, b = (rng.standard_normal(s) for s in shapes)
+    check_grad(PENDING[case](xp), a, b, xp=xp)
+
+
 def test_broadcast_multiply_by_hand(xp):
     a = np.array([[1.0], [2.0], [3.0]])
     b = np.array([[1.0, -2.0, 4.0, 0.5]])

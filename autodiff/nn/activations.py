@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import checks
+from ..backends import device_of
 from ..namespace import recorder_of
 from ..registry import defop
 from ..vjps._util import axes_of, keep_shape, reduction_jvp
@@ -32,7 +33,7 @@ def _sigmoid(xp, x):
     overflow, far below where sigmoid underflows to 0: no warning, no where (slow
     in NumPy)."""
     low = -87.0 if x.dtype == xp.float32 else -708.0
-    e = xp.exp(-xp.maximum(x, xp.asarray(low, dtype=x.dtype, device=x.device)))
+    e = xp.exp(-xp.maximum(x, xp.asarray(low, dtype=x.dtype, device=device_of(x))))
     e += 1  # e is ours alone
     return 1 / e
 
@@ -89,7 +90,7 @@ def _max_const(xp, x, axis):
     for a row entirely -inf, x - max is then -inf (exp gives 0), not NaN."""
     axes = axes_of(axis, x.ndim)
     if any(x.shape[a] == 0 for a in axes):  # no max: the sums are 0 (logsumexp -inf)
-        return xp.zeros(keep_shape(x.shape, axes), dtype=x.dtype, device=x.device)
+        return xp.zeros(keep_shape(x.shape, axes), dtype=x.dtype, device=device_of(x))
     m = xp.stop_gradient(xp.max(x, axis=axis, keepdims=True))
     low = dtype_facts(xp, x.dtype).lowest
     return m if low is None else xp.maximum(m, low)  # integers have no -inf
@@ -163,7 +164,7 @@ def _gelu_grad(xp, x, approximate):
 # -- ops -----------------------------------------------------------------------------
 def _zero(xp, a):
     """A 0-d zero of ``a``'s dtype and device (broadcasts without a full-size buffer)."""
-    return xp.zeros((), dtype=a.dtype, device=a.device)
+    return xp.zeros((), dtype=a.dtype, device=device_of(a))
 
 
 def _relu(B):
@@ -339,8 +340,8 @@ def glu(x, axis=-1):
     if n % 2:
         raise ValueError(f"glu: axis {axis} must have an even length, got {n}")
     xp = recorder_of(x).xp
-    a = xp.take(x, xp.arange(n // 2, device=x.device), axis=axis)
-    b = xp.take(x, xp.arange(n // 2, n, device=x.device), axis=axis)
+    a = xp.take(x, xp.arange(n // 2, device=device_of(x)), axis=axis)
+    b = xp.take(x, xp.arange(n // 2, n, device=device_of(x)), axis=axis)
     return a * sigmoid(b)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from .. import checks
+from ..backends import device_of
 from ..graph import no_grad
 
 __all__ = [
@@ -82,7 +83,7 @@ def _fill(tensor, host):
     """Write host values into ``tensor``'s buffer, on its device and in its dtype."""
     xp = tensor.__array_namespace__()
     with no_grad():
-        tensor[...] = xp.asarray(host, dtype=tensor.dtype, device=tensor.device)
+        tensor[...] = xp.asarray(host, dtype=tensor.dtype, device=device_of(tensor))
     return tensor
 
 
@@ -151,7 +152,7 @@ def constant_(tensor, value):
     _shape("constant_", tensor)
     xp = tensor.__array_namespace__()
     with no_grad():
-        tensor[...] = xp.full(tensor.shape, value, dtype=tensor.dtype, device=tensor.device)
+        tensor[...] = xp.full(tensor.shape, value, dtype=tensor.dtype, device=device_of(tensor))
     return tensor
 
 

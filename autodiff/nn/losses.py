@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import checks
+from ..backends import device_of
 from ..namespace import recorder_of
 from ..registry import defop
 from ..tensor import Tensor
@@ -67,7 +68,7 @@ def _flat_positions(xp, safe, c):
     """Where each target's logit lies in the flattened (rows, C) logits: a flat take
     or scatter instead of take_along_axis (slow in NumPy) or a one-hot matrix."""
     rows = math.prod(safe.shape)
-    return xp.arange(rows, device=safe.device) * c + xp.reshape(safe, (-1,))
+    return xp.arange(rows, device=device_of(safe)) * c + xp.reshape(safe, (-1,))
 
 
 def _ce_count(xp, valid, dtype):
@@ -398,7 +399,7 @@ def _nll_rule(xp, g, ans, input, target, weight, *, ignore_index, reduction):
     ge = _unreduce(xp, g, shape, reduction, count)
     gel = -ge if vw is None else -(ge * vw)
     n = math.prod(z.shape)
-    zeros = xp.zeros((n,), dtype=g.dtype, device=g.device)
+    zeros = xp.zeros((n,), dtype=g.dtype, device=device_of(g))
     gz = xp.reshape(xp.index_add(zeros, pos, xp.reshape(gel, (-1,)), axis=0), z.shape)
     gz = xp.moveaxis(gz, -1, 1) if input.ndim > 2 else gz
     gw = None
@@ -411,7 +412,7 @@ def _nll_rule(xp, g, ans, input, target, weight, *, ignore_index, reduction):
         contrib = contrib * ge
         if valid is not None:
             contrib = xp.where(valid, contrib, xp.zeros_like(contrib))
-        zw = xp.zeros(weight.shape, dtype=g.dtype, device=g.device)
+        zw = xp.zeros(weight.shape, dtype=g.dtype, device=device_of(g))
         gw = xp.index_add(zw, xp.reshape(safe, (-1,)), xp.reshape(contrib, (-1,)), axis=0)
     return gz, None, gw
 

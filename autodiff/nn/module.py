@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 
 from .. import checks
+from ..backends import device_of
 from ..graph import RemovableHandle, no_grad
 from ..namespace import move_leaf
 from ..tensor import Tensor
@@ -374,7 +375,7 @@ class Module:
                     value = value.detach()
                 xp = target.__array_namespace__()
                 with no_grad():
-                    target[...] = xp.asarray(value, dtype=target.dtype, device=target.device)
+                    target[...] = xp.asarray(value, dtype=target.dtype, device=device_of(target))
         return IncompatibleKeys(missing, unexpected)
 
     def to(self, xp=None, *, dtype=None, device=None):

@@ -6,6 +6,7 @@ import math
 import threading
 
 from .. import checks
+from ..backends import device_of
 from ..graph import no_grad
 from ..namespace import recorder_of
 from ..registry import defop
@@ -18,37 +19,81 @@ CH = "nn.normalization"
 
 
 # -- layer norm ---------------------------------------------------------------------
+def _trailing_mean(xp, a, k):
+    """The mean over the last ``k`` axes (kept, of length 1), as a product with a vector
+    of ones: NumPy's reduction over rows of 64 values is ~6x slower than that one BLAS
+    call (float32 (512, 64): 13 us against 2.3 us)."""
+    n = math.prod(a.shape[a.ndim - k :])
+    lead = tuple(a.shape[: a.ndim - k])
+    if n == 0 or math.prod(lead) == 0:  # no rows or empty rows: the reduction's own answer
+        return xp.mean(a, axis=tuple(range(a.ndim - k, a.ndim)), keepdims=True)
+    ones = xp.ones((n, 1), dtype=a.dtype, device=device_of(a))
+    m = xp.reshape(a, (math.prod(lead), n)) @ ones
+    return xp.reshape(m / n, lead + (1,) * k)
+
+
+def _row_sum(xp, a, k):
+    """The sum over every axis but the last ``k``, as ``ones @ rows`` (BLAS: 2.5x faster
+    than NumPy's reduction over the first axis of a (512, 256) float32 array)."""
+    trail = tuple(a.shape[a.ndim - k :])
+    n, rows = math.prod(trail), math.prod(a.shape[: a.ndim - k])
+    if n == 0 or rows == 0 or a.ndim == k:
+        return xp.sum(a, axis=tuple(range(a.ndim - k))) if a.ndim > k else a
+    ones = xp.ones((1, rows), dtype=a.dtype, device=device_of(a))
+    return xp.reshape(ones @ xp.reshape(a, (rows, n)), trail)
+
+
+def _moments(xp, x, k, eps):
+    """(mean, 1 / sqrt(var + eps)) over the last ``k`` axes, kept (biased variance)."""
+    mu = _trailing_mean(xp, x, k)
+    centered = x - mu
+    return mu, 1 / xp.sqrt(_trailing_mean(xp, centered * centered, k) + eps)
+
+
 def _normalized(xp, x, k, eps):
-    """(x - mean) / sqrt(var + eps) over the last ``k`` axes, and 1 / sqrt(var + eps)."""
-    axes = tuple(range(x.ndim - k, x.ndim))
-    centered = x - xp.mean(x, axis=axes, keepdims=True)
-    rstd = 1 / xp.sqrt(xp.mean(centered * centered, axis=axes, keepdims=True) + eps)
-    return centered * rstd, rstd, axes
+    """(x - mean) / sqrt(var + eps) over the last ``k`` axes, 1 / sqrt(var + eps), axes."""
+    mu, rstd = _moments(xp, x, k, eps)
+    return (x - mu) * rstd, rstd, tuple(range(x.ndim - k, x.ndim))
 
 
 def _layer_norm(xp, x, weight, bias, k, eps):
-    y, _, _ = _normalized(xp, x, k, eps)
+    """The output and, as the rule's residuals, (mean, rstd) per row."""
+    mu, rstd = _moments(xp, x, k, eps)
+    y = (x - mu) * rstd
     if weight is not None:
         y = y * weight
-    return y if bias is None else y + bias
+    return (y if bias is None else y + bias), (mu, rstd)
 
 
-def _layer_norm_rule(xp, g, ans, x, weight, bias, *, k, eps):
-    """dx = rstd (gh - mean(gh) - xhat mean(gh xhat)), gh = g w; dw = g xhat, db = g
-    (summed over the leading axes by the graph)."""
-    xhat, rstd, axes = _normalized(xp, x, k, eps)
-    gh = g if weight is None else g * weight
-    mean_g = xp.mean(gh, axis=axes, keepdims=True)
-    mean_gx = xp.mean(gh * xhat, axis=axes, keepdims=True)
-    gx = rstd * (gh - mean_g - xhat * mean_gx)
-    return gx, (None if weight is None else g * xhat), (None if bias is None else g)
+def _layer_norm_residuals(xp, x, weight, bias, *, k, eps):
+    return _moments(xp, x, k, eps)
+
+
+def _layer_norm_rule(xp, g, res, x, weight, bias, *, k, eps, needs):
+    """dx = rstd (gh - mean(gh) - xhat mean(gh xhat)), gh = g w; dw = sum(g xhat) and
+    db = sum(g) over the leading axes."""
+    mu, rstd = res
+    xhat = (x - mu) * rstd
+    gx = gw = gb = None
+    if needs[0]:
+        gh = g if weight is None else g * weight
+        mean_g = _trailing_mean(xp, gh, k)
+        gx = rstd * (gh - mean_g - xhat * _trailing_mean(xp, gh * xhat, k))
+    if needs[1] and weight is not None:
+        gw = _row_sum(xp, g * xhat, k)
+    if needs[2] and bias is not None:
+        gb = _row_sum(xp, g, k)
+    return gx, gw, gb
 
 
 defop(
     "nn.layer_norm",
     vjp=_layer_norm_rule,
+    needs=True,
     chapter=CH,
     impl=lambda B: lambda x, w, b, *, k, eps: _layer_norm(B, x, w, b, k, eps),
+    lean=lambda B: lambda x, w, b, *, k, eps: _layer_norm(B, x, w, b, k, eps)[0],
+    residuals=_layer_norm_residuals,
     saves=(0, 1),
     doc="(x - mean) / sqrt(var + eps) * weight + bias over the trailing axes",
 )
@@ -92,7 +137,7 @@ def _embedding_rule(xp, g, ans, weight, indices, *, padding_idx):
     rows = xp.reshape(g, (-1, weight.shape[1]))
     if padding_idx is not None:
         rows = xp.where(xp.expand_dims(idx != padding_idx, axis=1), rows, xp.zeros_like(rows))
-    z = xp.zeros(weight.shape, dtype=g.dtype, device=g.device)
+    z = xp.zeros(weight.shape, dtype=g.dtype, device=device_of(g))
     return xp.index_add(z, idx, rows, axis=0)
 
 

@@ -4,6 +4,7 @@ registered op with a fused rule) and ``one_hot`` (integer output, no gradient)."
 from __future__ import annotations
 
 from .. import checks
+from ..backends import device_of
 from ..namespace import recorder_of
 from ..registry import defop
 from ..tensor import Tensor
@@ -43,15 +44,15 @@ def _pad(xp, x, pad, mode, value):
         if left == 0 and right == 0:
             continue
         n = x.shape[axis]
-        src, inside = _source(xp, n, left, right, mode, x.device)
+        src, inside = _source(xp, n, left, right, mode, device_of(x))
         if inside is not None and n == 0:  # nothing to gather: all of it is the value
             shape = x.shape[:axis] + (n + left + right,) + x.shape[axis + 1 :]
-            x = xp.full(shape, value, dtype=x.dtype, device=x.device)
+            x = xp.full(shape, value, dtype=x.dtype, device=device_of(x))
             continue
         x = xp.take(x, src, axis=axis)
         if inside is not None and (left > 0 or right > 0):
             mask = _expand(xp, inside, x.ndim, axis)
-            x = xp.where(mask, x, xp.asarray(value, dtype=x.dtype, device=x.device))
+            x = xp.where(mask, x, xp.asarray(value, dtype=x.dtype, device=device_of(x)))
     return x
 
 
@@ -64,9 +65,9 @@ def _pad_rule(xp, g, ans, x, *, pad, mode, value):
         if left == 0 and right == 0:
             continue
         n = x.shape[axis]
-        src, _ = _source(xp, n, left, right, mode, g.device)
+        src, _ = _source(xp, n, left, right, mode, device_of(g))
         shape = g.shape[:axis] + (n,) + g.shape[axis + 1 :]
-        g = xp.index_add(xp.zeros(shape, dtype=g.dtype, device=g.device), src, g, axis=axis)
+        g = xp.index_add(xp.zeros(shape, dtype=g.dtype, device=device_of(g)), src, g, axis=axis)
     return g
 
 

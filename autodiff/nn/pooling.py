@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import checks
+from ..backends import device_of
 from ..namespace import recorder_of
 from ..registry import defop
 from .conv import pair
@@ -110,7 +111,7 @@ def _max_pool(xp, x, *, kernel, stride, dilation, pads, out, with_offsets=False)
     if not with_offsets:
         return result
     if offset is None:  # a 1x1 window
-        offset = xp.zeros(result.shape, dtype=small, device=result.device)
+        offset = xp.zeros(result.shape, dtype=small, device=device_of(result))
     return result, offset
 
 
@@ -119,7 +120,7 @@ def _max_pool_rule(xp, g, offset, x, *, kernel, stride, dilation, pads, out):
     says which kernel offset holds it."""
     n, c, h, w = x.shape
     size = (n, c, h + pads[0] + pads[1], w + pads[2] + pads[3])
-    grad = xp.zeros(size, dtype=g.dtype, device=g.device)
+    grad = xp.zeros(size, dtype=g.dtype, device=device_of(g))
     disjoint = all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel, stride, dilation))
     for k, key in enumerate(_offsets(kernel, stride, dilation, out)):
         # A multiply by the 0/1 mask: NumPy's where is ten times slower.
@@ -164,7 +165,7 @@ def _divisor(xp, x, kernel, stride, pads, out, padding, count_include_pad):
     """Per window: the number of cells counted (torch: the window clipped to the
     padded input, or to the input alone without count_include_pad)."""
     h, w = x.shape[-2:]
-    ones = xp.ones((1, 1, h, w), dtype=x.dtype, device=x.device)
+    ones = xp.ones((1, 1, h, w), dtype=x.dtype, device=device_of(x))
     if count_include_pad:
         ph, pw = padding
         ones = xp.pad2d(ones, pads=(ph, ph, pw, pw), value=1.0)

@@ -5,6 +5,7 @@ inputs (nothing but the inputs is kept between forward and backward)."""
 
 from __future__ import annotations
 
+from ..backends import device_of
 from ..graph import Outer
 from ..namespace import recorder_of
 from ..registry import defop
@@ -191,8 +192,8 @@ def _gru_seq_rule(xp, g, res, x, h0, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 
     t_len, n, H = out.shape
     dh = None
     # the gate gradients of every step, written in place: no list of steps to stack
-    dgi = xp.zeros((t_len, n, 3 * H), dtype=g.dtype, device=g.device)
-    dgh = xp.zeros((t_len, n, 3 * H), dtype=g.dtype, device=g.device)
+    dgi = xp.zeros((t_len, n, 3 * H), dtype=g.dtype, device=device_of(g))
+    dgh = xp.zeros((t_len, n, 3 * H), dtype=g.dtype, device=device_of(g))
     for t in reversed(range(t_len)):
         dh = g[t, ...] if dh is None else dh + g[t, ...]
         prev = h0 if t == 0 else out[t - 1, ...]

@@ -16,6 +16,7 @@ import math
 import struct
 
 from .. import checks
+from ..backends import device_of
 from ..namespace import recorder_of
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "interpolate"]
@@ -211,7 +212,7 @@ def _interpolate_checked(name, input, args):
     xp = recorder_of(input).xp
     if mode != "nearest":
         _floating(name, xp, input)
-    dev = input.device
+    dev = device_of(input)
     y = input
     # the last axis first: with two axes this is torch's bilinear sum, term for term
     for axis in reversed(range(2, ndim)):

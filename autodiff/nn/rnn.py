@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from .. import checks
+from ..backends import device_of
 from . import functional as F
 from . import init
 from .layers import factory, flags, sizes, uniform_parameter
@@ -36,7 +37,7 @@ class _Cell(Module):
     def _zeros(self, x):
         xp = self.weight_ih.__array_namespace__()
         shape = (self.hidden_size,) if x.ndim == 1 else (x.shape[0], self.hidden_size)
-        return xp.zeros(shape, dtype=self.weight_ih.dtype, device=self.weight_ih.device)
+        return xp.zeros(shape, dtype=self.weight_ih.dtype, device=device_of(self.weight_ih))
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
@@ -152,7 +153,7 @@ class _RNNBase(Module):
         shape = (self.num_layers * self._directions, n, size)
         w = self.weight_ih_l0
         if h is None:
-            return xp.zeros(shape, dtype=w.dtype, device=w.device)
+            return xp.zeros(shape, dtype=w.dtype, device=device_of(w))
         if unbatched:
             if h.ndim != 2:
                 raise ValueError(
@@ -333,7 +334,7 @@ class GatedMemoryCell(Module):
         if memory is None:
             xp = self.w_z.__array_namespace__()
             shape = input.shape[:-1] + (self.memory_size,)
-            memory = xp.zeros(shape, dtype=self.w_z.dtype, device=self.w_z.device)
+            memory = xp.zeros(shape, dtype=self.w_z.dtype, device=device_of(self.w_z))
         return F.gated_memory_cell(memory, input, self.w_z, self.w_c, self.b_z, self.b_c)
 
     def extra_repr(self):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..backends import device_of
 from ..registry import CONST, MISSING, defop
 
 
@@ -48,11 +49,17 @@ def keep_shape(shape, axes):
 
 
 def expand(xp, g, shape, axis, keepdims=False):
-    """Broadcast the cotangent of a reduction back to the input's ``shape``."""
+    """The cotangent of a reduction, shaped to broadcast against the input's ``shape``
+    (the reduced axes kept, of length 1).
+
+    It is not broadcast here: the backward pass does that once where the gradient
+    reaches a rule that needs the full shape, and an element-wise rule broadcasts it
+    for free. On Dask, a broadcast made here would be one chunk spanning the whole
+    reduced axis, re-chunked by every consumer (and held by one worker)."""
     axes = axes_of(axis, len(shape))
     if not keepdims:
         g = xp.reshape(g, keep_shape(shape, axes))
-    return xp.broadcast_to(g, shape)
+    return g
 
 
 def reduced_shape(shape, axes, keepdims):
@@ -75,7 +82,7 @@ def reduction_jvp(rule, real=True):
             dtype = x.dtype
             if real and is_complex(xp, x):
                 dtype = xp.float32 if x.dtype == xp.complex64 else xp.float64
-            ones = xp.ones(reduced_shape(x.shape, axes, keepdims), dtype=dtype, device=x.device)
+            ones = xp.ones(reduced_shape(x.shape, axes, keepdims), dtype=dtype, device=device_of(x))
         else:
             ones = xp.ones_like(ans)
         d = rule(xp, ones, ans, x, axis=axis, keepdims=keepdims, **kw) * ts[0]
@@ -89,6 +96,17 @@ def reduction_jvp(rule, real=True):
 def count(shape, axis):
     """Number of elements a reduction over ``axis`` combines."""
     return math.prod(shape[a] for a in axes_of(axis, len(shape)))
+
+
+def count_of(xp, x, axis):
+    """``count(x.shape, axis)``, or, where a size is unknown until computed (dask's NaN
+    after a boolean mask), that count as a lazy array (kept dims): a NaN would make the
+    gradient NaN."""
+    sizes = [x.shape[a] for a in axes_of(axis, x.ndim)]
+    if all(n == n and n is not None for n in sizes):
+        return math.prod(sizes)
+    ones = xp.ones_like(x)
+    return xp.sum(ones, axis=axes_of(axis, x.ndim), keepdims=True)
 
 
 def inverse_permutation(axes):

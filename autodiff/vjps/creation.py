@@ -4,6 +4,7 @@ array-API-generic code that starts with ``xp.asarray(x)`` stays differentiable."
 
 from __future__ import annotations
 
+from ..backends import device_of
 from ..graph import is_grad_enabled
 from ..namespace import recorder_of
 from ..registry import CONST, defop
@@ -47,7 +48,7 @@ def _asarray_public(f, rec):
             t = obj
         else:  # a nested sequence holding tensors: stack it (differentiably)
             t = xp.stack([asarray(o, dtype=dtype, device=device) for o in obj])
-        if device is not None and device != t.device:
+        if device is not None and device != device_of(t):
             if copy is False:
                 raise ValueError("asarray: copy=False, but moving to another device copies")
             t = xp.to_device(t, device)

@@ -3,13 +3,14 @@ gradient back (cast to the input's dtype centrally)."""
 
 from __future__ import annotations
 
+from ..backends import device_of
 from ..registry import defop
 from ._util import nondiff
 
 
 def _astype_public(f, rec):
     def astype(x, dtype, /, *, copy=True, device=None):
-        if device is not None and device != x.device:
+        if device is not None and device != device_of(x):
             x = rec.xp.to_device(x, device)
         return f(x, dtype, copy=copy)
 
@@ -18,7 +19,7 @@ def _astype_public(f, rec):
 
 def _to_device_public(f, rec):
     def to_device(x, device, /, *, stream=None):
-        return f(x, device, stream=stream, source=x.device)
+        return f(x, device, stream=stream, source=device_of(x))
 
     return to_device
 

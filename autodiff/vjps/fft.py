@@ -28,6 +28,7 @@ differentiate again (second order of a linear op).
 
 from __future__ import annotations
 
+from ..backends import device_of
 from ..registry import CONST, defop
 
 CH = "fft"
@@ -59,7 +60,7 @@ def _fit(xp, a, axis, m):
     if k > m:
         return a[(slice(None),) * axis + (slice(0, m), ...)]
     shape = a.shape[:axis] + (m - k,) + a.shape[axis + 1 :]
-    return xp.concat([a, xp.zeros(shape, dtype=a.dtype, device=a.device)], axis=axis)
+    return xp.concat([a, xp.zeros(shape, dtype=a.dtype, device=device_of(a))], axis=axis)
 
 
 def _fit_all(xp, a, axes, shape):
@@ -76,7 +77,7 @@ def _hermitian_weights(xp, c, axis, n, dtype):
     w = [1.0] + [2.0] * (half - 1)
     if n % 2 == 0 and half > 1:
         w[-1] = 1.0
-    w = xp.asarray(w, dtype=dtype, device=c.device)
+    w = xp.asarray(w, dtype=dtype, device=device_of(c))
     return c * xp.reshape(w, (half,) + (1,) * (c.ndim - 1 - axis))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..backends import device_of
 from ..graph import Zeros
 from ..registry import defop
 
@@ -23,7 +24,9 @@ def _positions(xp, x, device):
 def _scatter_back(xp, x, positions, g):
     """A zero array shaped like ``x`` with ``g`` added at flat ``positions``."""
     n = math.prod(x.shape)
-    z = xp.zeros((n,), dtype=g.dtype, device=g.device)
+    z = xp.zeros((n,), dtype=g.dtype, device=device_of(g))
+    if g.shape != positions.shape:  # a reduction's, to the unknown size of a masked pick
+        g = g * xp.ones_like(positions, dtype=g.dtype)
     z = xp.index_add(z, xp.reshape(positions, (-1,)), xp.reshape(g, (-1,)), axis=0)
     return xp.reshape(z, x.shape)
 
@@ -31,12 +34,12 @@ def _scatter_back(xp, x, positions, g):
 def _take(xp, g, ans, x, indices, *, axis=None):
     if x.ndim == 0:  # NumPy takes a 0-d x as one element: every pick is it
         return xp.sum(g)
-    z = xp.zeros(x.shape, dtype=g.dtype, device=g.device)
+    z = xp.zeros(x.shape, dtype=g.dtype, device=device_of(g))
     return xp.index_add(z, indices, g, axis=0 if axis is None else axis)
 
 
 def _take_along_axis(xp, g, ans, x, indices, *, axis=-1):
-    pos = xp.take_along_axis(_positions(xp, x, g.device), indices, axis=axis)
+    pos = xp.take_along_axis(_positions(xp, x, device_of(g)), indices, axis=axis)
     return _scatter_back(xp, x, pos, g)
 
 
@@ -51,19 +54,19 @@ def _getitem(xp, g, ans, x, *, key):
     place: under ``vmap`` of a VJP, g holds one cotangent per example and the zeros
     don't)."""
     if _is_basic(key) and not xp.records:
-        z = xp.zeros(x.shape, dtype=g.dtype, device=g.device)
+        z = xp.zeros(x.shape, dtype=g.dtype, device=device_of(g))
         parts = key if isinstance(key, tuple) else (key,)
         if any(k is None for k in parts):  # new axes: drop them from g instead
             key = tuple(k for k in parts if k is not None)
             g = xp.reshape(g, z[key].shape)
         z[key] = g
         return z
-    return _scatter_back(xp, x, _positions(xp, x, g.device)[key], g)
+    return _scatter_back(xp, x, _positions(xp, x, device_of(g))[key], g)
 
 
 def _setitem_x(xp, g, ans, x, value, *, key):
     # the overwritten region is a structural zero (see graph.Zeros)
-    mask = xp.zeros(g.shape, dtype=xp.bool, device=g.device)
+    mask = xp.zeros(g.shape, dtype=xp.bool, device=device_of(g))
     mask[key] = True
     return Zeros(xp.where(mask, xp.zeros_like(g), g), mask)
 
@@ -75,10 +78,10 @@ def _setitem_value(xp, g, ans, x, value, *, key):
         return gv  # each position written once
     # Repeated integer indices: the last write wins (as numpy assigns), so only the
     # last element written to a position gets its gradient.
-    pos = xp.reshape(_positions(xp, x, g.device)[key], (-1,))
+    pos = xp.reshape(_positions(xp, x, device_of(g))[key], (-1,))
     order = xp.argsort(pos, stable=True)
     ranked = xp.take(pos, order)
-    last = xp.concat([ranked[:-1] != ranked[1:], xp.ones((1,), dtype=xp.bool, device=g.device)])
+    last = xp.concat([ranked[:-1] != ranked[1:], xp.ones((1,), dtype=xp.bool, device=device_of(g))])
     last = xp.take(last, xp.argsort(order))  # back to the order of writing
     return xp.where(xp.reshape(last, gv.shape), gv, xp.zeros_like(gv))
 
@@ -87,7 +90,7 @@ def _setitem_jvp(xp, ts, ans, x, value, *, key):
     """The old tangent with the written region replaced by the value's tangent."""
     tx, tv = ts
     if tx is None:
-        out = xp.zeros(x.shape, dtype=x.dtype, device=x.device)
+        out = xp.zeros(x.shape, dtype=x.dtype, device=device_of(x))
     else:
         out = xp.asarray(tx, copy=True)  # the tangent of x is another node's too
     out[key] = 0.0 if tv is None else tv

@@ -23,6 +23,7 @@ invert A, so a second-order backward at an exactly singular A fails as ``inv`` d
 
 from __future__ import annotations
 
+from ..backends import device_of
 from ..registry import defop
 from ._util import axes_of, conj, expand, is_complex, keep_shape, nondiff, reduction_jvp
 
@@ -42,7 +43,7 @@ def _H(xp, a):
 
 def _eye_like(xp, a):
     n = a.shape[-1]
-    return xp.eye(n, dtype=a.dtype, device=a.device)
+    return xp.eye(n, dtype=a.dtype, device=device_of(a))
 
 
 def _re(xp, a):
@@ -56,7 +57,7 @@ def _diag_embed(xp, v):
 
 def _offdiag(xp, s):
     """Boolean (k, k) mask of the off-diagonal positions, for the last axis of ``s``."""
-    return xp.eye(s.shape[-1], dtype=s.dtype, device=s.device) == 0
+    return xp.eye(s.shape[-1], dtype=s.dtype, device=device_of(s)) == 0
 
 
 def _off(xp, s, a):
@@ -141,14 +142,16 @@ def _matrix_power(xp, g, ans, x, n):
 
 
 def _trace(xp, g, ans, x, *, offset=0, dtype=None):
-    eye = xp.eye(x.shape[-2], x.shape[-1], k=offset, dtype=g.dtype, device=g.device)
+    eye = xp.eye(x.shape[-2], x.shape[-1], k=offset, dtype=g.dtype, device=device_of(g))
     return g[..., None, None] * eye
 
 
 def _diagonal(xp, g, ans, x, *, offset=0):
     n, m = x.shape[-2], x.shape[-1]
-    pos = xp.linalg.diagonal(xp.reshape(xp.arange(n * m, device=g.device), (n, m)), offset=offset)
-    z = xp.zeros(x.shape[:-2] + (n * m,), dtype=g.dtype, device=g.device)
+    pos = xp.linalg.diagonal(
+        xp.reshape(xp.arange(n * m, device=device_of(g)), (n, m)), offset=offset
+    )
+    z = xp.zeros(x.shape[:-2] + (n * m,), dtype=g.dtype, device=device_of(g))
     z = xp.index_add(z, pos, g, axis=-1)
     return xp.reshape(z, x.shape)
 

@@ -6,21 +6,22 @@ from ..registry import defop
 from ._util import conj, inverse_permutation
 
 
-def _matmul(xp, g, ans, x1, x2):
-    """(g @ x2^T, x1^T @ g), with 1-D operands promoted and demoted as matmul does."""
+def _matmul(xp, g, ans, x1, x2, *, needs=(True, True)):
+    """(g @ x2^T, x1^T @ g), with 1-D operands promoted and demoted as matmul does;
+    only the wanted ones (``X @ w`` on data ``X``: no product of the size of ``X``)."""
+    n1, n2 = needs
     if x1.ndim == 1 and x2.ndim == 1:
-        return g * x2, g * x1
+        return g * x2 if n1 else None, g * x1 if n2 else None
     if x1.ndim == 1:  # (k,) @ (..., k, n) -> (..., n)
         ge = xp.expand_dims(g, axis=-2)
-        g1 = (ge @ xp.matrix_transpose(x2))[..., 0, :]
-        g2 = xp.expand_dims(x1, axis=-1) * ge
-        return g1, g2
+        g1 = (ge @ xp.matrix_transpose(x2))[..., 0, :] if n1 else None
+        return g1, xp.expand_dims(x1, axis=-1) * ge if n2 else None
     if x2.ndim == 1:  # (..., m, k) @ (k,) -> (..., m)
         ge = xp.expand_dims(g, axis=-1)
-        g1 = ge * x2
-        g2 = (xp.matrix_transpose(x1) @ ge)[..., 0]
-        return g1, g2
-    return g @ xp.matrix_transpose(x2), xp.matrix_transpose(x1) @ g
+        g2 = (xp.matrix_transpose(x1) @ ge)[..., 0] if n2 else None
+        return ge * x2 if n1 else None, g2
+    g1 = g @ xp.matrix_transpose(x2) if n1 else None
+    return g1, xp.matrix_transpose(x1) @ g if n2 else None
 
 
 def _tensordot_axes(axes, n1, n2):
@@ -60,7 +61,9 @@ def _matrix_transpose(xp, g, ans, x):
 for _prefix in ("", "linalg."):
     _chapter = "linalg" if _prefix else "linear_algebra"
     # vecdot conjugates its first argument: still bilinear over the reals
-    defop(_prefix + "matmul", vjp=_matmul, chapter=_chapter, bilinear=True)
+    # each argument's gradient reads the other argument only
+    defop(_prefix + "matmul", vjp=_matmul, chapter=_chapter, bilinear=True, needs=True,
+          saves=((1,), (0,)))  # fmt: skip
     defop(_prefix + "tensordot", vjp=_tensordot, chapter=_chapter, bilinear=True)
     defop(_prefix + "vecdot", vjp=_vecdot, chapter=_chapter, bilinear=True)
     defop(_prefix + "matrix_transpose", _matrix_transpose, chapter=_chapter, saves=(), view=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..backends import device_of
 from ..registry import defop
 from ._util import inverse_permutation, nondiff
 
@@ -82,8 +83,8 @@ def _repeat(xp, g, ans, x, repeats, *, axis=None):
         shape = flat_shape[:axis_] + (n, repeats) + flat_shape[axis_ + 1 :]
         out = xp.sum(xp.reshape(g, shape), axis=axis_ + 1)
     else:
-        idx = xp.repeat(xp.arange(n, device=g.device), repeats)
-        zeros = xp.zeros(flat_shape, dtype=g.dtype, device=g.device)
+        idx = xp.repeat(xp.arange(n, device=device_of(g)), repeats)
+        zeros = xp.zeros(flat_shape, dtype=g.dtype, device=device_of(g))
         out = xp.index_add(zeros, idx, g, axis=axis_)
     return xp.reshape(out, x.shape)
 

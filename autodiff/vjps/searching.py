@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..backends import device_of
 from ..graph import Zeros
 from ..registry import defop
 from ._util import nondiff
@@ -10,7 +11,7 @@ from ._util import nondiff
 def _mask(xp, condition, g):
     """``condition`` as a boolean array of ``g``'s shape (the same object where it is one:
     the two branches' masks are then known to be disjoint, see graph.Zeros)."""
-    c = condition if hasattr(condition, "shape") else xp.asarray(condition, device=g.device)
+    c = condition if hasattr(condition, "shape") else xp.asarray(condition, device=device_of(g))
     if c.dtype != xp.bool:  # numpy takes any condition: nonzero is True
         c = c != 0
     return c if c.shape == g.shape else xp.broadcast_to(c, g.shape)

@@ -6,8 +6,18 @@ from __future__ import annotations
 
 import math
 
+from ..backends import device_of
 from ..registry import defop
-from ._util import axes_of, conj, count, expand, inverse_permutation, keep_shape, reduction_jvp
+from ._util import (
+    axes_of,
+    conj,
+    count,
+    count_of,
+    expand,
+    inverse_permutation,
+    keep_shape,
+    reduction_jvp,
+)
 
 
 def _sum(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
@@ -16,7 +26,10 @@ def _sum(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
 
 def _mean(xp, g, ans, x, *, axis=None, keepdims=False):
     # divide the reduced cotangent, then broadcast it: no full-size temporary
-    return expand(xp, g / count(x.shape, axis), x.shape, axis, keepdims)
+    n = count_of(xp, x, axis)
+    if not isinstance(n, int):  # a lazy count, kept dims: divide after the reshape
+        return expand(xp, g, x.shape, axis, keepdims) / n
+    return expand(xp, g / n, x.shape, axis, keepdims)
 
 
 def _extremum(xp, g, ans, x, *, axis=None, keepdims=False):
@@ -31,9 +44,11 @@ def _extremum(xp, g, ans, x, *, axis=None, keepdims=False):
 def _var(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
     axes = axes_of(axis, x.ndim)
     centered = conj(xp, x - xp.mean(x, axis=axes, keepdims=True))  # var = mean |x - m|^2
-    n = count(x.shape, axis) - correction
+    n = count_of(xp, x, axis) - correction
     # n = 0 (no elements, or one with correction=1): the var is NaN and so is its
     # gradient (0 * inf), as in torch; an empty x has an empty gradient
+    if not isinstance(n, (int, float)):  # a lazy count (dask): n = 0 gives inf, as below
+        return expand(xp, g, x.shape, axis, keepdims) * centered * (2 / n)
     return expand(xp, g, x.shape, axis, keepdims) * centered * (2 / n if n else math.inf)
 
 
@@ -44,7 +59,7 @@ def _std(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
     zero = s == 0
     safe = xp.where(zero, xp.ones_like(s), s)
     centered = conj(xp, x - xp.mean(x, axis=axes, keepdims=True))
-    scale = xp.where(zero, xp.zeros_like(s), 1 / ((count(x.shape, axis) - correction) * safe))
+    scale = xp.where(zero, xp.zeros_like(s), 1 / ((count_of(xp, x, axis) - correction) * safe))
     return expand(xp, g, x.shape, axis, keepdims) * centered * scale
 
 
@@ -118,9 +133,9 @@ def _cumulative_prod_polynomial(xp, g, x, axis):
     xm = xp.moveaxis(x, axis, -1)
     gm = xp.moveaxis(g, axis, -1)
     n = xm.shape[-1]
-    idx = xp.arange(n, device=x.device)
+    idx = xp.arange(n, device=device_of(x))
     row, col = idx[:, None], idx[None, :]
-    one = xp.ones((), dtype=x.dtype, device=x.device)
+    one = xp.ones((), dtype=x.dtype, device=device_of(x))
     spans = xp.cumulative_prod(xp.where(col > row, xm[..., None, :], one), axis=-1)
     inner = xp.sum(xp.where(col >= row, spans * gm[..., None, :], one * 0), axis=-1)
     prefix = xp.cumulative_prod(xm, axis=-1, include_initial=True)[..., :-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..backends import device_of
 from ..registry import defop
 from ._util import nondiff
 
@@ -21,7 +22,7 @@ def _diff(xp, g, ans, x, prepend, append, *, axis=-1, n=1):
     for _ in range(n):
         zshape = list(g.shape)
         zshape[axis] = 1
-        z = xp.zeros(tuple(zshape), dtype=g.dtype, device=g.device)
+        z = xp.zeros(tuple(zshape), dtype=g.dtype, device=device_of(g))
         g = xp.concat([z, g], axis=axis) - xp.concat([g, z], axis=axis)
     pieces = {}
     start = 0

@@ -1,6 +1,7 @@
 """Learning-rate schedules with torch.optim.lr_scheduler's signatures and sequences.
 
-Re-exported by :mod:`autodiff.optim` (``autodiff.optim.StepLR``...). A schedule only
+Torch's path (``autodiff.optim.lr_scheduler.StepLR``), re-exported by
+:mod:`autodiff.optim` (``autodiff.optim.StepLR``...). A schedule only
 reads and writes the optimizer's ``param_groups`` (plain Python numbers), so this
 module imports nothing of the optimizers: an optimizer is anything with
 ``param_groups`` and ``step``. The recursive (chainable) forms follow torch's, so the
@@ -14,21 +15,7 @@ import math
 import types
 from collections import Counter
 
-from . import checks
-
-__all__ = [
-    "LRScheduler",
-    "StepLR",
-    "MultiStepLR",
-    "ExponentialLR",
-    "CosineAnnealingLR",
-    "CosineAnnealingWarmRestarts",
-    "LinearLR",
-    "LambdaLR",
-    "OneCycleLR",
-    "SequentialLR",
-    "ReduceLROnPlateau",
-]
+from .. import checks
 
 
 def _check_optimizer(owner, optimizer) -> None:

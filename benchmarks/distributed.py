@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -80,10 +79,12 @@ def worker(steps: int, folder: str) -> None:
 
 
 def _launch(n: int, steps: int) -> list[dict]:
+    from autodiff.distributed import find_mpiexec
+
     with tempfile.TemporaryDirectory() as folder:
         cmd = [sys.executable, "-m", "benchmarks.distributed", "--worker", str(steps), folder]
         if n > 1:
-            cmd = ["mpiexec", "-n", str(n), "-bind-to", "core"] + cmd
+            cmd = [find_mpiexec(), "-n", str(n), "-bind-to", "core"] + cmd
         out = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT,
                              timeout=600)  # fmt: skip
         if out.returncode != 0:
@@ -100,7 +101,9 @@ def _mpi_available() -> bool:
         import mpi4py  # noqa: F401
     except ImportError:
         return False
-    return shutil.which("mpiexec") is not None
+    from autodiff.distributed import find_mpiexec
+
+    return find_mpiexec() is not None
 
 
 def main(repeats: int = 50) -> str:

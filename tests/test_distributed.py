@@ -7,7 +7,6 @@ hand-derived values."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -114,8 +113,8 @@ def _assert_same(got, want):
 
 def _needs_mpi():
     pytest.importorskip("mpi4py", reason="the MPI backend needs mpi4py")
-    if shutil.which("mpiexec") is None:
-        pytest.skip("no mpiexec on PATH (pip install mpich)")
+    if dist.find_mpiexec() is None:
+        pytest.skip("no mpiexec on PATH or beside this Python (pip install mpich)")
 
 
 # -- multi-process runs -------------------------------------------------------------------------
@@ -132,7 +131,7 @@ def test_two_mpi_ranks_train_as_one_process_on_the_global_batch(tmp_path, one_pr
     want, _ = one_process
     path = str(tmp_path / "two.npz")
     train = _script(tmp_path, TRAIN, "train.py")
-    out = _run(["mpiexec", "-n", "2", sys.executable, train, "auto", path])
+    out = _run([dist.find_mpiexec(), "-n", "2", sys.executable, train, "auto", path])
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("mpi4py") == 2  # both ranks ran on MPI
     _assert_same(ad.load(path), want)
@@ -141,7 +140,9 @@ def test_two_mpi_ranks_train_as_one_process_on_the_global_batch(tmp_path, one_pr
 def test_a_rank_that_raises_ends_the_mpi_run(tmp_path):
     _needs_mpi()
     start = time.monotonic()
-    out = _run(["mpiexec", "-n", "2", sys.executable, _script(tmp_path, RAISE)], timeout=30)
+    out = _run(
+        [dist.find_mpiexec(), "-n", "2", sys.executable, _script(tmp_path, RAISE)], timeout=30
+    )
     assert out.returncode != 0
     assert time.monotonic() - start < 30
     assert "boom on rank 1" in out.stderr and "aborting all 2 ranks" in out.stderr

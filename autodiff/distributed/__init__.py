@@ -20,6 +20,7 @@ as torch.distributed), ``get_backend``, ``barrier``, ``shutdown``,
 mpi4py, torch or cupy until ``init`` chooses that backend.
 """
 
+from .base import find_mpiexec
 from .data_parallel import DataParallel, broadcast_parameters
 from .group import (
     World,
@@ -50,6 +51,7 @@ __all__ = [
     "world",
     "World",
     "launched_by_mpi",
+    "find_mpiexec",
     "broadcast_parameters",
     "DataParallel",
     "shard",

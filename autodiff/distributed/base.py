@@ -13,6 +13,20 @@ _MPI_VARS = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK")
 _TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
+def find_mpiexec() -> str | None:
+    """The ``mpiexec`` to launch ranks with: the one on PATH, else the one installed beside
+    this Python (the ``mpich`` wheel puts it in the environment's ``bin``, which is not on
+    PATH when the environment isn't activated); None if neither exists."""
+    import shutil
+    import sys
+
+    return (
+        shutil.which("mpiexec")
+        or shutil.which("mpiexec", path=os.path.dirname(os.path.realpath(sys.executable)))
+        or shutil.which("mpiexec", path=os.path.dirname(sys.executable))
+    )
+
+
 def launched_by_mpi() -> bool:
     """Whether this process was started by an MPI launcher (``mpiexec``, ``mpirun``)."""
     return any(v in os.environ for v in _MPI_VARS)

@@ -151,3 +151,39 @@ def test_clip_persists_the_gradients(computes):
     np.testing.assert_allclose(vd, vn, rtol=1e-14)
     clipped = np.minimum(g * (1.0 / (tn + 1e-6)), 0.2)  # coef = max_norm / (total + 1e-6)
     np.testing.assert_allclose(np.concatenate([wn, vn.ravel()]), clipped, rtol=1e-12)
+
+
+def _bn_run(xp_mod, steps=30):
+    """An MLP with BatchNorm1d trained by SGD: its state dict and, on dask, the task
+    count of the running statistics after each step."""
+    import autodiff.nn.functional as F
+    from autodiff import nn
+
+    xp = ad.Autodiff(xp_mod)
+    nn.init.manual_seed(0)
+    kw = {"xp": xp, "dtype": xp.float64}
+    model = nn.Sequential(nn.Linear(4, 8, **kw), nn.BatchNorm1d(8, **kw), nn.ReLU(),
+                          nn.Linear(8, 1, **kw))  # fmt: skip
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(1)
+    sizes = []
+    for _ in range(steps):
+        x, y = xp.asarray(rng.standard_normal((16, 4))), xp.asarray(rng.standard_normal((16, 1)))
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+        bn = model[1]
+        if hasattr(bn.running_mean.data, "__dask_graph__"):
+            sizes.append(sum(len(b.data.__dask_graph__()) for b in bn.buffers()))
+    state = {k: np.asarray(dask.compute(v.data)[0]) for k, v in model.state_dict().items()}
+    return state, sizes
+
+
+def test_batchnorm_running_statistics_are_persisted_with_the_step():
+    """BatchNorm's buffers are no optimizer state, but the step persists them too: their
+    graph stays one step deep, and the run equals numpy's."""
+    want, _ = _bn_run(np)
+    got, sizes = _bn_run(da)
+    assert len(set(sizes)) == 1, sizes  # the same task count after every step
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-14, err_msg=k)

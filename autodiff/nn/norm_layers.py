@@ -6,7 +6,7 @@ one. Created on a namespace as the other layers (``xp=``, ``dtype=``, ``device=`
 
 from __future__ import annotations
 
-from .. import checks
+from .. import checks, lazy
 from ..graph import no_grad
 from .layers import factory, flags, sizes
 from .module import Module
@@ -110,6 +110,8 @@ class _BatchNorm(_NormBase):
         if self.training and self.track_running_stats:
             with no_grad():
                 self.num_batches_tracked[...] = self.num_batches_tracked + 1
+                if self.num_batches_tracked._rec.backend.lazy:
+                    lazy.written(self.num_batches_tracked)
             if self.momentum is None:  # cumulative average (reads the count on the host)
                 factor = 1.0 / float(self.num_batches_tracked)
         training = self.training or self.running_mean is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import threading
 
-from .. import checks
+from .. import checks, lazy
 from ..backends import device_of
 from ..graph import no_grad
 from ..namespace import recorder_of
@@ -442,6 +442,8 @@ def _update_running(rec, input, running_mean, running_var, momentum, instance=Fa
             old = xp.asarray(target)
             batch = xp.astype(batch, old.dtype)
             _write(target, (1 - momentum) * old + momentum * batch)
+            if rec.backend.lazy and isinstance(target, Tensor):
+                lazy.written(target)  # persisted by the next optimizer step
 
 
 # group norm

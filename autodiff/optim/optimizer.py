@@ -21,6 +21,7 @@ import inspect
 import numbers
 
 from .. import checks
+from .. import lazy as lazy_buffers
 from ..graph import bump, enable_grad
 from ..namespace import recorder_of
 from ..tensor import Tensor
@@ -221,7 +222,8 @@ class Optimizer:
             B = recorder_of(p).backend
             by_backend.setdefault(id(B), (B, []))[1].append(p)
         for B, ps in by_backend.values():
-            _persist(B, ps, [self.state[p] for p in ps])
+            # with the buffers this step's forward wrote (BatchNorm's statistics)
+            _persist(B, ps + lazy_buffers.take(B), [self.state[p] for p in ps])
 
     def _complex_update(self, rec, p, g, group, state):
         """A complex parameter is updated as the pairs (real, imaginary) of its values,

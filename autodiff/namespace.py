@@ -387,7 +387,7 @@ class Recorder:
                 edges[i] = (n, a._index if n is not None else a, d.shape, d.dtype)
         if op.per_arg_saves:  # what is kept depends on which gradients are wanted
             saves = _saved(op, *(j for j, e in enumerate(edges) if e is not None))
-        device_of = self.backend.device_of
+        device_of, lazy = self.backend.device_of, self.backend.lazy
         saved = list(raws)
         versions = []
         for i in tensors:
@@ -397,7 +397,7 @@ class Recorder:
                 versions.append((c, c[0]))
             else:  # what the rule may read of an argument whose values it doesn't need
                 d = a.data
-                if any(n != n or n is None for n in d.shape):
+                if lazy and any(n != n or n is None for n in d.shape):
                     # sizes known only once computed (dask, after a boolean mask): the
                     # lazy array itself, so a rule can count its elements lazily
                     saved[i] = d

@@ -376,20 +376,27 @@ def check_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, rtol
             np.zeros_like(a) if t.grad is None else _realify(_to_numpy(t.grad))
             for t, a in zip(ts, prob.inputs)
         ]
-    pairs = []
-    for i, a in enumerate(prob.inputs):
-        numeric = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            plus = [b.copy() for b in prob.inputs]
-            minus = [b.copy() for b in prob.inputs]
-            plus[i][idx] += eps
-            minus[i][idx] -= eps
-            numeric[idx] = (h_value(plus) - h_value(minus)) / (2 * eps)
-        pairs.append((lambda k, i=i: f"d2 / d input {i}{_index(k)}", analytic[i], numeric, None))
+    pairs = [(lambda k, i=i: f"d2 / d input {i}{_index(k)}", analytic[i], numeric, None)
+             for i, numeric in enumerate(_central(prob.inputs, h_value, eps))]  # fmt: skip
     res = _compare(pairs, atol, rtol)
     if raise_on_fail and not res.ok:
         raise GradcheckError(f"second-order gradient mismatch: {res}")
     return res
+
+
+def _central(inputs, h, eps):
+    """The central-difference gradient of the scalar ``h(inputs)``, one array per input."""
+    grads = []
+    for i, a in enumerate(inputs):
+        numeric = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            plus = [b.copy() for b in inputs]
+            minus = [b.copy() for b in inputs]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            numeric[idx] = (h(plus) - h(minus)) / (2 * eps)
+        grads.append(numeric)
+    return grads
 
 
 def _directions(prob, rng):
@@ -483,17 +490,8 @@ def check_jvp_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, 
         h.backward()
         analytic = [np.zeros_like(a) if t.grad is None else _realify(_to_numpy(t.grad))
                     for t, a in zip(ts, prob.inputs)]  # fmt: skip
-    pairs = []
-    for i, a in enumerate(prob.inputs):
-        numeric = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            plus = [b.copy() for b in prob.inputs]
-            minus = [b.copy() for b in prob.inputs]
-            plus[i][idx] += eps
-            minus[i][idx] -= eps
-            numeric[idx] = (h_value(plus) - h_value(minus)) / (2 * eps)
-        pairs.append((lambda k, i=i: f"d <u, J v> / d input {i}{_index(k)}", analytic[i],
-                      numeric, None))  # fmt: skip
+    pairs = [(lambda k, i=i: f"d <u, J v> / d input {i}{_index(k)}", analytic[i], numeric,
+              None) for i, numeric in enumerate(_central(prob.inputs, h_value, eps))]  # fmt: skip
     res = _compare(pairs, atol, rtol)
     res.notes.append("jvp")
     if raise_on_fail and not res.ok:

@@ -41,13 +41,29 @@ def _unrows(xp, m, lead):
     return m if len(lead) == 1 else xp.reshape(m, tuple(lead) + (m.shape[-1],))
 
 
-def _column_sum(xp, m):
-    """The sum of a (rows, n) matrix's rows, as ``ones @ m``: one BLAS call, 2.5x faster
-    than NumPy's reduction over the first axis (float32 (512, 256): 18 us against 7 us)."""
-    if m.shape[0] == 0 or m.shape[1] == 0:
-        return xp.sum(m, axis=0)
-    ones = xp.ones((1, m.shape[0]), dtype=m.dtype, device=device_of(m))
-    return xp.reshape(ones @ m, (m.shape[1],))
+def trailing_mean(xp, a, k):
+    """The mean over the last ``k`` axes (kept, of length 1), as a product with a vector
+    of ones: NumPy's reduction over rows of 64 values is ~6x slower than that one BLAS
+    call (float32 (512, 64): 13 us against 2.3 us). LayerNorm's statistics."""
+    n = math.prod(a.shape[a.ndim - k :])
+    lead = tuple(a.shape[: a.ndim - k])
+    if n == 0 or math.prod(lead) == 0:  # no rows or empty rows: the reduction's own answer
+        return xp.mean(a, axis=tuple(range(a.ndim - k, a.ndim)), keepdims=True)
+    ones = xp.ones((n, 1), dtype=a.dtype, device=device_of(a))
+    m = xp.reshape(a, (math.prod(lead), n)) @ ones
+    return xp.reshape(m / n, lead + (1,) * k)
+
+
+def leading_sum(xp, a, k):
+    """The sum over every axis but the last ``k``, as ``ones @ rows`` (BLAS: 2.5x faster
+    than NumPy's reduction over the first axis of a (512, 256) float32 array): bias and
+    LayerNorm weight gradients."""
+    trail = tuple(a.shape[a.ndim - k :])
+    n, rows = math.prod(trail), math.prod(a.shape[: a.ndim - k])
+    if n == 0 or rows == 0 or a.ndim == k:
+        return xp.sum(a, axis=tuple(range(a.ndim - k))) if a.ndim > k else a
+    ones = xp.ones((1, rows), dtype=a.dtype, device=device_of(a))
+    return xp.reshape(ones @ xp.reshape(a, (rows, n)), trail)
 
 
 def _linear_jvp(xp, ts, ans, x, w, b):
@@ -67,7 +83,7 @@ defop(
     vjp=(
         lambda xp, g, ans, x, w, b: _unrows(xp, xp.matmul(_rows(xp, g), w), g.shape[:-1]),
         lambda xp, g, ans, x, w, b: xp.matmul(xp.matrix_transpose(_rows(xp, g)), _rows(xp, x)),
-        lambda xp, g, ans, x, w, b: _column_sum(xp, _rows(xp, g)),
+        lambda xp, g, ans, x, w, b: leading_sum(xp, g, 1),
     ),
     chapter="nn.linear",
     saves=((1,), (0,), ()),

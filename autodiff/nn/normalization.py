@@ -12,6 +12,7 @@ from ..namespace import recorder_of
 from ..registry import defop
 from ..tensor import Tensor
 from ._dtypes import dtype_facts
+from .linear import leading_sum, trailing_mean
 
 __all__ = ["layer_norm", "embedding", "dropout", "batch_norm", "group_norm", "rms_norm"]
 
@@ -19,35 +20,11 @@ CH = "nn.normalization"
 
 
 # -- layer norm ---------------------------------------------------------------------
-def _trailing_mean(xp, a, k):
-    """The mean over the last ``k`` axes (kept, of length 1), as a product with a vector
-    of ones: NumPy's reduction over rows of 64 values is ~6x slower than that one BLAS
-    call (float32 (512, 64): 13 us against 2.3 us)."""
-    n = math.prod(a.shape[a.ndim - k :])
-    lead = tuple(a.shape[: a.ndim - k])
-    if n == 0 or math.prod(lead) == 0:  # no rows or empty rows: the reduction's own answer
-        return xp.mean(a, axis=tuple(range(a.ndim - k, a.ndim)), keepdims=True)
-    ones = xp.ones((n, 1), dtype=a.dtype, device=device_of(a))
-    m = xp.reshape(a, (math.prod(lead), n)) @ ones
-    return xp.reshape(m / n, lead + (1,) * k)
-
-
-def _row_sum(xp, a, k):
-    """The sum over every axis but the last ``k``, as ``ones @ rows`` (BLAS: 2.5x faster
-    than NumPy's reduction over the first axis of a (512, 256) float32 array)."""
-    trail = tuple(a.shape[a.ndim - k :])
-    n, rows = math.prod(trail), math.prod(a.shape[: a.ndim - k])
-    if n == 0 or rows == 0 or a.ndim == k:
-        return xp.sum(a, axis=tuple(range(a.ndim - k))) if a.ndim > k else a
-    ones = xp.ones((1, rows), dtype=a.dtype, device=device_of(a))
-    return xp.reshape(ones @ xp.reshape(a, (rows, n)), trail)
-
-
 def _moments(xp, x, k, eps):
     """(mean, 1 / sqrt(var + eps)) over the last ``k`` axes, kept (biased variance)."""
-    mu = _trailing_mean(xp, x, k)
+    mu = trailing_mean(xp, x, k)
     centered = x - mu
-    return mu, 1 / xp.sqrt(_trailing_mean(xp, centered * centered, k) + eps)
+    return mu, 1 / xp.sqrt(trailing_mean(xp, centered * centered, k) + eps)
 
 
 def _normalized(xp, x, k, eps):
@@ -77,12 +54,12 @@ def _layer_norm_rule(xp, g, res, x, weight, bias, *, k, eps, needs):
     gx = gw = gb = None
     if needs[0]:
         gh = g if weight is None else g * weight
-        mean_g = _trailing_mean(xp, gh, k)
-        gx = rstd * (gh - mean_g - xhat * _trailing_mean(xp, gh * xhat, k))
+        mean_g = trailing_mean(xp, gh, k)
+        gx = rstd * (gh - mean_g - xhat * trailing_mean(xp, gh * xhat, k))
     if needs[1] and weight is not None:
-        gw = _row_sum(xp, g * xhat, k)
+        gw = leading_sum(xp, g * xhat, k)
     if needs[2] and bias is not None:
-        gb = _row_sum(xp, g, k)
+        gb = leading_sum(xp, g, k)
     return gx, gw, gb
 
 

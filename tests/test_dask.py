@@ -202,9 +202,13 @@ class _Net(ad.nn.Module):
     def __init__(self, embedding):
         super().__init__()
         # without the embedding, tokens are one-hot rows through a linear layer
-        self.emb = ad.nn.Embedding(7, 4) if embedding else ad.nn.Linear(7, 4, bias=False)
-        self.fc1 = ad.nn.Linear(4, 8)
-        self.fc2 = ad.nn.Linear(8, 3)
+        # float64: dask's sums may run in another order than NumPy's, which float32
+        # would show at 1e-7 (the comparison below is at 1e-12)
+        f64 = {"dtype": np.float64}
+        self.emb = (ad.nn.Embedding(7, 4, **f64) if embedding
+                    else ad.nn.Linear(7, 4, bias=False, **f64))  # fmt: skip
+        self.fc1 = ad.nn.Linear(4, 8, **f64)
+        self.fc2 = ad.nn.Linear(8, 3, **f64)
 
     def forward(self, tokens):
         if isinstance(self.emb, ad.nn.Linear):

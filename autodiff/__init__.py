@@ -29,15 +29,18 @@ def _mount_backends():
 
 _mount_backends()
 
-# vjps (the standard's ops) and nn.functional (the extension ops) fill the registry,
+# The rules (the standard's ops) and nn.functional (the extension ops) fill the registry,
 # which imports neither.
-from . import batch_rules, nn, optim, registry, vjps  # noqa: E402, F401
-from .checkpoint import checkpoint  # noqa: E402
-from .graph import detect_anomaly, enable_grad, is_grad_enabled, no_grad  # noqa: E402
+from . import nn, optim, pytree, rules  # noqa: E402, F401
+from .engine import registry  # noqa: E402
+from .engine.anomaly import detect_anomaly  # noqa: E402
+from .engine.grad_mode import enable_grad, is_grad_enabled, no_grad  # noqa: E402
+from .engine.namespace import Autodiff  # noqa: E402
+from .engine.tensor import Tensor  # noqa: E402
 from .io import load, save  # noqa: E402
-from .namespace import Autodiff  # noqa: E402
-from .tensor import Tensor  # noqa: E402
+from .rules import batch_rules  # noqa: E402, F401  (fills vmap's table)
 from .transforms import (  # noqa: E402
+    checkpoint,
     custom_jvp,
     custom_vjp,
     grad,
@@ -45,12 +48,12 @@ from .transforms import (  # noqa: E402
     hvp,
     jacfwd,
     jacobian,
+    jacrev,
     jvp,
     value_and_grad,
     vjp,
     vmap,
 )
-from .transforms import jacobian as jacrev  # noqa: E402  (reverse mode, JAX's name)
 from .viz import draw_graph, to_dot  # noqa: E402
 
 __all__ = [

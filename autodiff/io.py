@@ -38,7 +38,7 @@ def to_host(x):
     """A numpy array with the values of ``x`` (any backend's array or a Tensor), on the host
     (see ``autodiff.backends.to_host``)."""
     from . import backends
-    from .tensor import Tensor
+    from .engine.tensor import Tensor
 
     return backends.to_host(x.data if isinstance(x, Tensor) else x)
 
@@ -163,7 +163,7 @@ def _encode(x, where, arrays, info, active):
     """The JSON description of ``x``; arrays go to ``arrays`` under fresh keys."""
     import numpy as np
 
-    from .tensor import Tensor
+    from .engine.tensor import Tensor
 
     if x is None:
         return {"kind": "none"}
@@ -376,7 +376,7 @@ def _read_array(node, where, z, info, shown):
 
 def _convert(state, xp, device):
     """``state`` with every array turned into ``xp.asarray(array)`` (numpy when ``xp`` is None)."""
-    from .tensor import Tensor
+    from .engine.tensor import Tensor
 
     if isinstance(state, dict):
         return {k: _convert(v, xp, device) for k, v in state.items()}

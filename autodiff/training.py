@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 
-from .graph import no_grad
+from .engine.grad_mode import no_grad
 from .optim import clip_grad_norm_
 
 __all__ = ["batches", "fit", "History", "plot_losses"]

@@ -49,7 +49,7 @@ def _meta(shape, dtype) -> str:
 
 def to_dot(tensor, *, show_shapes=True) -> str:
     """Graphviz dot text of the graph that produced ``tensor``."""
-    from .tensor import Tensor
+    from .engine.tensor import Tensor
 
     if not isinstance(tensor, Tensor):
         raise TypeError(f"to_dot: expected an autodiff Tensor, got {type(tensor).__name__}")

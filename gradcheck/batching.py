@@ -17,7 +17,7 @@ import numpy as np
 from autodiff.backends import to_host
 
 import autodiff as ad
-from autodiff import batching, registry
+from autodiff.engine import batching, registry
 
 __all__ = ["check_batching", "perturbed", "run"]
 

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from autodiff import batching, registry
+from autodiff.engine import batching, registry
 
 
 def _namespace(name):

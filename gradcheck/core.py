@@ -41,7 +41,7 @@ import numpy as np
 from autodiff.backends import to_host
 
 import autodiff as ad
-from autodiff.tensor import Tensor
+from autodiff.engine.tensor import Tensor
 
 __all__ = [
     "check_grad",

@@ -499,7 +499,7 @@ OK, FAIL, SKIP = "ok", "fail", "skip"
 
 def _backend_refuses(xp, steps, inputs):
     """Whether the backend itself (no autodiff) raises on the program."""
-    from autodiff.namespace import recorder_of
+    from autodiff.engine.namespace import recorder_of
 
     B = recorder_of(xp.asarray(0.0)).backend
     try:

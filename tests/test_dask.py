@@ -213,7 +213,7 @@ class _Net(ad.nn.Module):
     def forward(self, tokens):
         if isinstance(self.emb, ad.nn.Linear):
             tokens = F.one_hot(tokens, num_classes=7)
-            ns = ad.namespace.recorder_of(tokens).namespace
+            ns = ad.engine.namespace.recorder_of(tokens).namespace
             tokens = ns.astype(tokens, self.emb.weight.dtype)
         h = F.relu(self.fc1(self.emb(tokens)))
         return self.fc2(h[:, 1:, :])  # slicing: (batch, seq - 1, classes)
@@ -287,7 +287,7 @@ def test_mlp_trains_with_sgd_as_on_numpy(embedding):
 
 
 def test_persist_computes_and_keeps_the_values():
-    B = ad.namespace.recorder_of(xp.asarray(0.0)).backend
+    B = ad.engine.namespace.recorder_of(xp.asarray(0.0)).backend
     a = da.from_array(np.arange(6.0), chunks=3) * 2 + 1
     with computes() as calls:
         out = B.persist([a, a - 1])
@@ -297,7 +297,7 @@ def test_persist_computes_and_keeps_the_values():
 
 
 def test_index_add_takes_unknown_sizes_and_keeps_the_chunks():
-    B = ad.namespace.recorder_of(xp.asarray(0.0)).backend
+    B = ad.engine.namespace.recorder_of(xp.asarray(0.0)).backend
     x = da.from_array(np.zeros((6, 2)), chunks=(2, 2))
     values = da.from_array(np.arange(10.0).reshape(5, 2), chunks=2)
     keep = da.from_array(np.array([True, False, True, True, True]), chunks=2)

@@ -19,7 +19,7 @@ X = np.array([[0.3, -1.2, 0.7], [1.1, 0.4, -0.6]])
 WRONG = textwrap.dedent(
     """
     import sys
-    from autodiff.vjps._util import binary, unary
+    from autodiff.rules._util import binary, unary
     from gradcheck.specs import Sample, spec
 
     # 1.01 * the right gradient of exp
@@ -36,7 +36,7 @@ WRONG = textwrap.dedent(
          lambda xp, a, b: xp._ops_for_test.bad_add(a, b), "(2, 3) with (2, 1)")])
     import autodiff as ad
     ns = ad.Autodiff(np)
-    ns._ops_for_test = ad.namespace.recorder_of(ns.asarray(0.0)).xp
+    ns._ops_for_test = ad.engine.namespace.recorder_of(ns.asarray(0.0)).xp
     from gradcheck.cli import main
     sys.exit(main(sys.argv[1:]))
     """
@@ -100,7 +100,7 @@ def test_cli_list_names_every_spec():
 
 @pytest.mark.parametrize("mode", ["full", "fast"])
 def test_wrong_rule_is_caught_in_every_mode(mode):
-    from autodiff.registry import get
+    from autodiff.engine.registry import get
 
     op = get("sin")
     right = op.vjp
@@ -114,7 +114,7 @@ def test_wrong_rule_is_caught_in_every_mode(mode):
 
 
 def test_full_mode_reports_the_worst_element():
-    from autodiff.registry import get
+    from autodiff.engine.registry import get
 
     op = get("sin")
     right = op.vjp
@@ -148,7 +148,7 @@ def test_float32_checks_at_float32_tolerance():
 
 
 def test_second_order_catches_a_rule_that_is_not_differentiated():
-    from autodiff.registry import get
+    from autodiff.engine.registry import get
 
     op = get("tanh")
     right = op.vjp

@@ -463,13 +463,13 @@ def test_looped_cell_weight_grads_match_central_differences(xp, cell, monkeypatc
     xs = [xp.asarray(rng.standard_normal((2, 3))) for _ in range(4)]
     ws = [leaf(xp, v) for v in values]
     stacked = []
-    total = ad.graph.Outer.total
+    total = ad.engine.node.Outer.total
 
     def counted(b, outers, cache):
         stacked.append((len(outers), outers[0].b is None))
         return total(b, outers, cache)
 
-    monkeypatch.setattr(ad.graph.Outer, "total", staticmethod(counted))
+    monkeypatch.setattr(ad.engine.node.Outer, "total", staticmethod(counted))
     _loop_loss(xp, cell, ws, xs).backward()
     # both weight matrices and both biases: the factors of the 4 steps, one matmul (sum)
     biases = [] if cell == "gmc-row-bias" else [(4, True), (4, True)]

@@ -102,7 +102,7 @@ def test_remove_and_context_manager():
     assert calls == [] and np.allclose(x.grad.data, 1.0)
     x.grad = None
     with x.register_hook(lambda g: 5 * g) as h2:
-        assert isinstance(h2, ad.graph.RemovableHandle)
+        assert isinstance(h2, ad.engine.hooks.RemovableHandle)
         xp.sum(x).backward()
     close(x.grad, 5 * np.ones(3))
     xp.sum(x).backward()  # removed on exit

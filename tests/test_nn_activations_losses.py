@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
-from autodiff.namespace import recorder_of
+from autodiff.engine.namespace import recorder_of
 from autodiff.nn import functional as F
 from autodiff.nn.activations import _erf
 

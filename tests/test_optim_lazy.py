@@ -7,7 +7,7 @@ import pytest
 
 import autodiff as ad
 from autodiff import optim
-from autodiff.namespace import recorder_of
+from autodiff.engine.namespace import recorder_of
 
 dask = pytest.importorskip("dask", reason="the lazy backend needs dask")
 da = pytest.importorskip("array_api_compat.dask.array", reason="needs array-api-compat's dask")

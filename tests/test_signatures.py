@@ -8,7 +8,7 @@ import array_api_strict
 import pytest
 
 import autodiff as ad
-from autodiff import _standard
+from autodiff.engine import standard as _standard
 
 P = inspect.Parameter
 NOT_FUNCTIONS = set(_standard.CONSTANTS + _standard.DTYPES + _standard.INSPECTION)

@@ -11,7 +11,7 @@ import pytest
 import autodiff as ad
 import autodiff.nn as nn
 import autodiff.nn.functional as F
-from autodiff import batching, registry
+from autodiff.engine import batching, registry
 from gradcheck.batching import check_batching
 from gradcheck.specs import SPECS
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ..graph import bump
+from ..engine.versions import bump
 
 
 class Bucket:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 
 from .. import checks
-from ..graph import enable_grad
+from ..engine.grad_mode import enable_grad
+from ..engine.tensor import Tensor
 from ..optim import Optimizer
-from ..tensor import Tensor
 from . import buckets
 from .group import world
 

@@ -13,9 +13,9 @@ import math
 
 from .. import checks
 from ..backends import device_of
-from ..namespace import recorder_of
-from ..registry import defop
-from ..vjps._util import axes_of, keep_shape, reduction_jvp
+from ..engine.namespace import recorder_of
+from ..engine.registry import defop
+from ..rules._util import axes_of, keep_shape, reduction_jvp
 from ._dtypes import dtype_facts
 
 __all__ = [

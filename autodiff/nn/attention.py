@@ -7,8 +7,8 @@ import math
 
 from .. import checks
 from ..backends import device_of
-from ..namespace import recorder_of
-from ..registry import defop
+from ..engine.namespace import recorder_of
+from ..engine.registry import defop
 from .activations import _softmax, _softmax_raw
 from .activations import softmax as _softmax_op
 from .normalization import _dropout

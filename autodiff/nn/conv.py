@@ -11,8 +11,8 @@ rules are differentiated again under ``create_graph``.
 from __future__ import annotations
 
 from .. import checks
-from ..namespace import recorder_of
-from ..registry import defop
+from ..engine.namespace import recorder_of
+from ..engine.registry import defop
 
 __all__ = ["conv2d", "conv_transpose2d"]
 

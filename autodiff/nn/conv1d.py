@@ -9,7 +9,7 @@ An unbatched input (C, L) is accepted, as torch does.
 from __future__ import annotations
 
 from .. import checks
-from ..namespace import recorder_of
+from ..engine.namespace import recorder_of
 from .conv import _conv2d_call, _conv_transpose2d_call
 from .pooling import _avg_pool2d, _max_pool2d
 

@@ -14,7 +14,7 @@ import math
 
 from .. import checks
 from ..backends import device_of
-from ..graph import no_grad
+from ..engine.grad_mode import no_grad
 
 __all__ = [
     "manual_seed",

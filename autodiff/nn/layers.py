@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import checks
-from ..namespace import recorder_of
+from ..engine.namespace import recorder_of
 from . import init
 from .activations import _check_softplus
 from .conv import _conv2d_call, _conv_args, _conv_transpose2d_call, _conv_transpose_args
@@ -376,7 +376,7 @@ class Embedding(Module):
         w = init.normal_(parameter(xp, (num_embeddings, embedding_dim), dtype, device),
                          generator=generator)  # fmt: skip
         if padding_idx is not None:
-            from ..graph import no_grad
+            from ..engine.grad_mode import no_grad
 
             with no_grad():
                 w[padding_idx, ...] = 0.0

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 from ..backends import device_of
-from ..namespace import recorder_of
-from ..registry import defop
+from ..engine.namespace import recorder_of
+from ..engine.registry import defop
 
 __all__ = ["linear"]
 

@@ -5,8 +5,8 @@ each calls its ``autodiff.nn.functional`` op."""
 from __future__ import annotations
 
 from .. import checks
-from ..namespace import recorder_of
-from ..tensor import Tensor
+from ..engine.namespace import recorder_of
+from ..engine.tensor import Tensor
 from . import losses
 from .module import Module
 

@@ -10,9 +10,9 @@ import math
 
 from .. import checks
 from ..backends import device_of
-from ..namespace import recorder_of
-from ..registry import defop
-from ..tensor import Tensor
+from ..engine.namespace import recorder_of
+from ..engine.registry import defop
+from ..engine.tensor import Tensor
 from ._dtypes import dtype_facts
 from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid
 

@@ -11,9 +11,10 @@ from collections import OrderedDict, namedtuple
 
 from .. import checks
 from ..backends import device_of
-from ..graph import RemovableHandle, no_grad
-from ..namespace import move_leaf
-from ..tensor import Tensor
+from ..engine.grad_mode import no_grad
+from ..engine.hooks import RemovableHandle
+from ..engine.namespace import move_leaf
+from ..engine.tensor import Tensor
 
 __all__ = ["Module", "Sequential", "ModuleList", "default_namespace"]
 
@@ -24,7 +25,7 @@ def default_namespace(xp=None, owner="Module"):
     """The differentiable namespace modules are created on: ``Autodiff(xp)``,
     ``Autodiff(numpy)`` when ``xp`` is None; anything but a namespace (with ``asarray``)
     is a TypeError naming ``owner``."""
-    from ..namespace import Autodiff
+    from ..engine.namespace import Autodiff
 
     if xp is None:
         import numpy

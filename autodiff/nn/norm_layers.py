@@ -7,7 +7,7 @@ one. Created on a namespace as the other layers (``xp=``, ``dtype=``, ``device=`
 from __future__ import annotations
 
 from .. import checks, lazy
-from ..graph import no_grad
+from ..engine.grad_mode import no_grad
 from .layers import factory, flags, sizes
 from .module import Module
 from .normalization import (
@@ -181,7 +181,7 @@ class InstanceNorm2d(_NormBase):
                 )
             if self.training and self.track_running_stats:
                 momentum = 0.0 if self.momentum is None else self.momentum
-                from ..namespace import recorder_of
+                from ..engine.namespace import recorder_of
 
                 _update_running(recorder_of(x), x, self.running_mean, self.running_var,
                                 momentum, instance=True)  # fmt: skip

@@ -7,10 +7,10 @@ import threading
 
 from .. import checks, lazy
 from ..backends import device_of
-from ..graph import no_grad
-from ..namespace import recorder_of
-from ..registry import defop
-from ..tensor import Tensor
+from ..engine.grad_mode import no_grad
+from ..engine.namespace import recorder_of
+from ..engine.registry import defop
+from ..engine.tensor import Tensor
 from ._dtypes import dtype_facts
 from .linear import leading_sum, trailing_mean
 

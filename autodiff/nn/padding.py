@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from .. import checks
 from ..backends import device_of
-from ..namespace import recorder_of
-from ..registry import defop
-from ..tensor import Tensor
+from ..engine.namespace import recorder_of
+from ..engine.registry import defop
+from ..engine.tensor import Tensor
 from ._dtypes import dtype_facts
 
 __all__ = ["pad", "one_hot"]

@@ -6,8 +6,8 @@ import math
 
 from .. import checks
 from ..backends import device_of
-from ..namespace import recorder_of
-from ..registry import defop
+from ..engine.namespace import recorder_of
+from ..engine.registry import defop
 from .conv import pair
 
 __all__ = ["max_pool2d", "avg_pool2d"]

@@ -17,7 +17,7 @@ import struct
 
 from .. import checks
 from ..backends import device_of
-from ..namespace import recorder_of
+from ..engine.namespace import recorder_of
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "interpolate"]
 

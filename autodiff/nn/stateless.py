@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 from .module import Module
 
 __all__ = ["functional_call"]

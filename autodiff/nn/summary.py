@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from .. import checks
-from ..graph import no_grad
+from ..engine.grad_mode import no_grad
 from .module import Module
 
 __all__ = ["summary", "Summary"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 
 from .. import checks
-from ..namespace import recorder_of
+from ..engine.namespace import recorder_of
 from . import init
 from .layers import Dropout, LayerNorm, Linear, factory, flags, sizes
 from .module import Module, ModuleList

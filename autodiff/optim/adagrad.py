@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..namespace import recorder_of
+from ..engine.namespace import recorder_of
 from .optimizer import Optimizer, _descend, _gradient, _state_like
 
 

@@ -7,9 +7,9 @@ so that the step that reads them computes the backward pass once).
 from __future__ import annotations
 
 from .. import checks
-from ..graph import bump
-from ..namespace import recorder_of
-from ..tensor import Tensor
+from ..engine.namespace import recorder_of
+from ..engine.tensor import Tensor
+from ..engine.versions import bump
 from .optimizer import _lazy, _persist
 
 

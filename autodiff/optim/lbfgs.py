@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 from .. import checks
-from ..graph import bump, enable_grad
-from ..namespace import recorder_of
+from ..engine.grad_mode import enable_grad
+from ..engine.namespace import recorder_of
+from ..engine.versions import bump
 from .optimizer import Optimizer, _is_array, _lazy, _persist
 
 

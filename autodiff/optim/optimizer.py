@@ -22,9 +22,10 @@ import numbers
 
 from .. import checks
 from .. import lazy as lazy_buffers
-from ..graph import bump, enable_grad
-from ..namespace import recorder_of
-from ..tensor import Tensor
+from ..engine.grad_mode import enable_grad
+from ..engine.namespace import recorder_of
+from ..engine.tensor import Tensor
+from ..engine.versions import bump
 
 
 def _is_array(x) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autodiff.namespace import recorder_of
+from autodiff.engine.namespace import recorder_of
 from autodiff.nn import functional as F
 
 from .common import Sample, _in, spec

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from autodiff.namespace import recorder_of
+from autodiff.engine.namespace import recorder_of
 
 from .common import PAIRS, SPECS, Sample, _away, _binary, _distinct, _in, _unary, fn, spec
 

@@ -10,7 +10,7 @@ rules of an element-wise op, or the fallback); this module runs them:
 - a plain pass (no primal or tangent requires grad, nothing recorded before ``f``
   reaches it) gives rules the raw backend and raw arrays, as a plain backward pass;
 - a recorded pass (``grad`` of a ``jvp``, ``jacfwd`` of ``jacfwd``) gives them the
-  recording namespace and Tensors linked into the graph (``graph.Pass.prepare``), so
+  recording namespace and Tensors linked into the graph (``backward.Pass.prepare``), so
   the tangents are themselves differentiable;
 - an op without a JVP rule falls back, at that node alone, to the double-VJP trick: its
   VJP rule is recorded on a zero cotangent variable ``g`` (it is linear in ``g``:
@@ -22,67 +22,59 @@ Complex values: VJP rules are transposes under the bilinear pairing
 conjugates the gradient the engine hands back (PyTorch's convention) once. ``jvp``
 returns ``J v`` for complex values too (holomorphic or not).
 
-Also here: ``jacfwd`` (one forward pass per input element, over one recording),
-``hvp`` (forward-over-reverse) and ``custom_jvp``. Imports go downward only (registry,
-graph, tensor, namespace); ``transforms`` re-exports what is public.
+Also here: ``jacfwd`` (one forward pass per input element, over one recording; inside
+vmap, ``vmap`` of ``jvp``), ``hvp`` and ``hessian`` (forward over reverse: this module
+imports reverse mode, never the other way).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import operator
 
-from . import batching, checks, graph, pytree
-from .graph import Meta, Node, attach, mode
-from .namespace import recorder_of
-from .registry import DIFF, Op
-from .tensor import Tensor
+from .. import pytree
+from ..engine import backward, grad_mode
+from ..engine.batching import Batched, active, depth
+from ..engine.errors import add_context, add_op_name
+from ..engine.grad_mode import mode
+from ..engine.namespace import recorder_of
+from ..engine.node import Meta, Outer, Zeros, check_node, next_seq
+from ..engine.registry import DIFF
+from ..engine.tensor import Tensor
+from .common import (
+    IDENTITY,
+    SCALARS,
+    argnums_of,
+    barriers,
+    data,
+    in_kind,
+    leaf_variable,
+    lift_constants,
+    namespace_of,
+    on_trees,
+    outputs,
+    pair,
+    plain,
+    requires_grad,
+    variable,
+)
+from .reverse import jacobian
+from .vmap import batched_variable, levels_of, merge, vmap
 
-__all__ = ["jvp", "jacfwd", "hvp", "custom_jvp", "Forward"]
+__all__ = ["jvp", "jacfwd", "hvp", "hessian", "Forward"]
 
 _SEQ = operator.attrgetter("seq")
-_SCALARS = (bool, int, float, complex)
 
 # The kinds of JVP the engine runs (resolved once per op, see _kind).
 _DERIVED1, _DERIVED2, _DERIVED, _LINEAR, _BILINEAR, _WRITTEN, _PASS, _FALLBACK = range(8)
 
 
-def _identity_rule(xp, g, ans, x):
-    return g
-
-
-_IDENTITY = Op("identity", "forward", vjp=(_identity_rule,), saves=(),
-               jvp=lambda xp, ts, ans, x: ts[0])  # fmt: skip
-
-
-def _variable(x, what):
-    """A fresh node standing for ``x`` (an identity with an edge to ``x`` if it requires
-    grad): the tangent is seeded there, and ``f`` records from it."""
-    rec = recorder_of(x)
-    t = x if isinstance(x, Tensor) else rec.wrap(x)
-    rec.backend.check_differentiable(t.dtype, what)
-    node = Node(_IDENTITY, (None,), {}, None, (graph.edge(t),), ())
-    return attach(rec.wrap(t.data), node), node
-
-
-def _leaf_variable(rec, data):
-    """A tensor standing for a variable of nothing (no edge): a cotangent or tangent the
-    fallback and custom_jvp differentiate with respect to."""
-    node = Node(_IDENTITY, (None,), {}, None, (None,), ())
-    return attach(rec.wrap(data), node), node
-
-
-def _raw_function(B, op):
-    if op.impl is not None:
-        return op.impl(B)
-    return functools.reduce(getattr, op.name.split("."), B)
-
-
 def _recorded_function(rec, op):
     """``op`` called with its recorded argument layout on Tensors: recorded when one of
     them requires grad (what a linear op's JVP runs in a recorded pass)."""
-    raw = _raw_function(rec.backend, op)
+    raw = op.function(rec.backend)
 
     def call(*args, **kwargs):
         raws = [a.data if isinstance(a, Tensor) else a for a in args]
@@ -90,7 +82,7 @@ def _recorded_function(rec, op):
         try:
             out = raw(*raws, **kw)
         except Exception as exc:
-            graph.add_op_name(exc, op.name)
+            add_op_name(exc, op.name)
             raise
         if mode.enabled and any(isinstance(a, Tensor) and a._rg for a in args):
             return rec.record(op, out, args, raws, kw)
@@ -106,7 +98,7 @@ _KINDS: dict = {}
 
 def _kind(op):
     """(kind, rules) of ``op``'s JVP for the engine (see registry.Op.jvp_kind)."""
-    if op.name == "identity" and op.chapter in ("transforms", "forward"):
+    if op is IDENTITY:
         return _PASS, None  # the variables of the transforms: the tangent passes through
     kind = op.jvp_kind
     if kind == "written":
@@ -126,24 +118,6 @@ def _kind(op):
     return _FALLBACK, None
 
 
-def _data(a):
-    """The raw array of a Tensor; anything else as it is (a NumPy array's ``.data`` is
-    its buffer, not an array)."""
-    return a.data if isinstance(a, Tensor) else a
-
-
-def _is_complex(rec, a):
-    return rec.is_complex(a.dtype)
-
-
-def _pair(xp, rec, a, b):
-    """Re sum(a b): the bilinear pairing under which VJP rules are transposes."""
-    p = a * b
-    if _is_complex(rec, p):
-        p = xp.real(p)
-    return xp.sum(p)
-
-
 def _wrap_tree(rec, v):
     """Saved values (residuals) as Tensors without history: arrays wrapped, Tensors kept."""
     if isinstance(v, Tensor) or v is None:
@@ -156,41 +130,6 @@ def _wrap_tree(rec, v):
     if isinstance(v, dict):
         return {k: _wrap_tree(rec, a) for k, a in v.items()}
     return v
-
-
-def _barriers(rec, v, nodes):
-    """``v`` (a tree of Tensors) with each Tensor that requires grad replaced by an identity
-    of it, whose node goes into ``nodes``: a backward pass told to stop there (targets)
-    never walks the graph beyond, but gradients of what is computed from them still flow
-    on through the identity."""
-    if isinstance(v, Tensor):
-        if not v._rg:
-            return v
-        node = Node(_IDENTITY, (None,), {}, None, (graph.edge(v),), ())
-        nodes.append(node)
-        return attach(rec.wrap(v.data), node)
-    if isinstance(v, (tuple, list)):
-        items = [_barriers(rec, a, nodes) for a in v]
-        return type(v)(*items) if hasattr(v, "_fields") else type(v)(items)
-    if isinstance(v, dict):
-        return {k: _barriers(rec, a, nodes) for k, a in v.items()}
-    return v
-
-
-def _check_saved(node):
-    if node.args is None and isinstance(node.kwargs, graph.Recompute):
-        node.kwargs.fill()  # a node of ad.checkpoint: its values are recomputed here
-    if node.args is None:
-        raise RuntimeError(
-            f"jvp: the saved values of '{node.op.name}' were freed by a backward pass run "
-            "inside the function; pass retain_graph=True to that backward"
-        )
-    for counter, version in node.versions:
-        if counter[0] != version:
-            raise RuntimeError(
-                f"jvp: a tensor saved by '{node.op.name}' was modified in place after it "
-                f"was saved (version {counter[0]}, expected {version})"
-            )
 
 
 class Forward:
@@ -249,12 +188,12 @@ class Forward:
         rec = self.rec
         B = rec.backend
         xp = rec.xp if record else B
-        run = graph.Pass(rec, True) if record else None
+        run = backward.Pass(rec, True) if record else None
         tan = dict(seeds)
         get = tan.get
         kinds = _KINDS
         fit = self._fit
-        with graph.enable_grad() if record else contextlib.nullcontext():
+        with grad_mode.enable_grad() if record else contextlib.nullcontext():
             for node in self.nodes:
                 edges = node.edges
                 ts = None
@@ -291,7 +230,7 @@ class Forward:
                     tan[node] = ts[0]
                     continue
                 if node.versions or node.args is None:
-                    _check_saved(node)
+                    check_node(node, "jvp")
                 try:
                     if not record and kind is _DERIVED1:
                         # hot path: an element-wise op of one argument on raw arrays
@@ -316,7 +255,7 @@ class Forward:
                     tan[node] = self._apply(node, op, kind, rules, xp, ts, ans, args, kwargs,
                                             record)  # fmt: skip
                 except Exception as exc:
-                    _add_context(exc, f"in the JVP of '{op.name}'")
+                    add_context(exc, f"in the JVP of '{op.name}'")
                     raise
         return tan
 
@@ -352,7 +291,7 @@ class Forward:
         call = self._calls.get(key)
         if call is None:
             rec = self.rec
-            call = _recorded_function(rec, op) if record else _raw_function(rec.backend, op)
+            call = _recorded_function(rec, op) if record else op.function(rec.backend)
             self._calls[key] = call
         return call
 
@@ -375,10 +314,10 @@ class Forward:
             a = new[i]
             if a is None:
                 continue
-            if isinstance(a, _SCALARS):
+            if isinstance(a, SCALARS):
                 new[i] = type(a)(0)
                 continue
-            device = a.device if isinstance(a, Meta) else B.device_of(_data(a))
+            device = a.device if isinstance(a, Meta) else B.device_of(data(a))
             new[i] = B.zeros(tuple(a.shape), dtype=a.dtype, device=device)
         return self._call(op, record)(*new, **kwargs)
 
@@ -404,14 +343,14 @@ class Forward:
         xp = rec.xp
         wrap = rec.wrap
         first = next(t for t in ts if t is not None)
-        device = B.device_of(_data(first))
+        device = B.device_of(data(first))
         stops = []
         if record:
             # the graph before this node is not walked: targets stop the pass there
-            args = _barriers(rec, list(args), stops)
-            kwargs = _barriers(rec, dict(kwargs), stops)
-            ans = _barriers(rec, ans, stops)
-            ts = _barriers(rec, list(ts), stops)
+            args = barriers(rec, list(args), stops)
+            kwargs = barriers(rec, dict(kwargs), stops)
+            ans = barriers(rec, ans, stops)
+            ts = barriers(rec, list(ts), stops)
         else:
             edges = node.edges
             args = [
@@ -425,11 +364,11 @@ class Forward:
         outs = node.outs if node.outs is not None else (self.shapes[node],)
         gs, gnodes = [], []
         for shape, dtype in outs:
-            g, gnode = _leaf_variable(rec, B.zeros(shape, dtype=dtype, device=device))
+            g, gnode = leaf_variable(rec, B.zeros(shape, dtype=dtype, device=device))
             gs.append(g)
             gnodes.append(gnode)
         g = gs[0] if node.outs is None else tuple(gs)
-        with graph.enable_grad():
+        with grad_mode.enable_grad():
             if op.joint:
                 kw = dict(kwargs, needs=tuple(t is not None for t in ts)) if op.needs else kwargs
                 grads = op.vjp(xp, g, ans, *args, **kw)
@@ -443,23 +382,23 @@ class Forward:
             for gi, t in zip(grads, ts):
                 if gi is None or t is None:
                     continue
-                if isinstance(gi, graph.Outer):
+                if isinstance(gi, Outer):
                     gi = gi.value(xp)
-                elif isinstance(gi, graph.Zeros):
+                elif isinstance(gi, Zeros):
                     gi = gi.g
-                term = _pair(xp, rec, gi, t)
+                term = pair(xp, rec, gi, t)
                 s = term if s is None else s + term
             if s is None or not isinstance(s, Tensor) or not s._rg:
                 return None
-            found = graph.gradients(s, B.ones_like(s.data), gnodes + stops,
+            found = backward.gradients(s, B.ones_like(s.data), gnodes + stops,
                                     create_graph=record, retain_graph=record)  # fmt: skip
         out = []
         for r in found[: len(gnodes)]:
             if r is None:
                 out.append(None)
                 continue
-            r = graph.to_internal(rec, r, xp if record else B)  # back to the rules' convention
-            out.append(r if record else _data(r))
+            r = backward.to_internal(rec, r, xp if record else B)  # back to the rules' convention
+            out.append(r if record else data(r))
         return out[0] if node.outs is None else tuple(out)
 
     # -- results -----------------------------------------------------------------------
@@ -478,53 +417,14 @@ class Forward:
             t = B.zeros(o.shape, dtype=o.dtype, device=B.device_of(o.data))
             return rec.wrap(t)
         if t.shape != o.shape or t.dtype != o.dtype:
-            with graph.enable_grad() if record else graph.no_grad():
+            with grad_mode.enable_grad() if record else grad_mode.no_grad():
                 t = self._fit(xp, t, o.shape, o.dtype)
         if isinstance(t, Tensor):
             return t
         return rec.wrap_out(t)
 
 
-def _add_context(exc, text):
-    if exc.args and isinstance(exc.args[0], str) and text not in exc.args[0]:
-        exc.args = (f"{exc.args[0]} ({text})",) + exc.args[1:]
-
-
 # -- the transforms ----------------------------------------------------------------------
-def _outputs(out, what):
-    """(the output Tensors, whether ``out`` is a tuple/list of them)."""
-    if isinstance(out, Tensor):
-        return [out], False
-    if isinstance(out, (tuple, list)) and out and all(isinstance(o, Tensor) for o in out):
-        return list(out), True
-    raise TypeError(
-        f"{what}: the function must return a Tensor or a tuple of Tensors, got {type(out).__name__}"
-    )
-
-
-def _plain(a):
-    """A batched value's Tensor of all its examples; anything else as it is."""
-    return a.value if isinstance(a, batching.Batched) else a
-
-
-def _requires_grad(a):
-    return isinstance(a, Tensor) and a.requires_grad
-
-
-def _namespace(leaves, what):
-    """The Recorder of the first Tensor or array among ``leaves`` (NumPy's for numbers)."""
-    for a in leaves:
-        if isinstance(a, Tensor):
-            return a._rec
-    arrays = [a for a in leaves if a is not None and not isinstance(a, _SCALARS)]
-    try:
-        if arrays:
-            return recorder_of(*arrays)
-    except TypeError as exc:
-        raise TypeError(f"{what}: {exc}") from None
-    import numpy  # Python numbers only: NumPy's 0-d arrays, as the other transforms
-
-    return recorder_of(numpy.asarray(0.0))
 
 
 def _seed(rec, t, primal, i, record):
@@ -543,7 +443,7 @@ def _seed(rec, t, primal, i, record):
                 f"jvp: tangents[{i}] is complex ({dtype}) but its primal is real "
                 f"({primal.dtype}): a real input moves along the real axis only"
             )
-        with graph.enable_grad() if record else contextlib.nullcontext():
+        with grad_mode.enable_grad() if record else contextlib.nullcontext():
             t = (rec.xp if isinstance(t, Tensor) else B).astype(t, primal.dtype)
     if record:
         return t if isinstance(t, Tensor) else rec.wrap(t)
@@ -575,7 +475,7 @@ def _flat_pairs(primals, tangents):
     return p_leaves, t_leaves, p_td
 
 
-def jvp(f, primals, tangents):
+def _jvp(f, primals, tangents):
     """``(f(*primals), J @ tangents)`` by one forward pass carrying tangents (JAX's
     ``jax.jvp``): ``f`` is recorded once, then each recorded op's JVP rule maps the
     tangents of its inputs to that of its output; no reverse pass.
@@ -587,36 +487,36 @@ def jvp(f, primals, tangents):
     recorded before that ``f`` reads, make the pass recorded, so the result
     differentiates again."""
     p_leaves, t_leaves, p_td = _flat_pairs(primals, tangents)
-    rec = _namespace([_plain(a) for a in p_leaves + t_leaves], "jvp")
+    rec = namespace_of(p_leaves + t_leaves, "jvp")
     levels = ()
-    if batching.depth[0] and batching.active():
+    if depth[0] and active():
         # inside vmap: primals and tangents batched over every running vmap (as
         # transforms._Inputs does), so the full-batch graph keeps examples apart
         def wrap(x):
-            if isinstance(x, _SCALARS) and not isinstance(x, bool):
+            if isinstance(x, SCALARS) and not isinstance(x, bool):
                 x = rec.backend.asarray(x)
             return x if isinstance(x, Tensor) else rec.wrap(x)
 
-        pairs = [batching.batched_variable(a, wrap) for a in p_leaves]
+        pairs = [batched_variable(a, wrap) for a in p_leaves]
         levels = pairs[0][1] if pairs else ()
         p_leaves = [x for x, _ in pairs]
-        t_leaves = [batching.batched_variable(a, wrap)[0] for a in t_leaves]
-    nested = mode.enabled and any(map(_requires_grad, p_leaves + t_leaves))
-    start = graph.next_seq()
+        t_leaves = [batched_variable(a, wrap)[0] for a in t_leaves]
+    nested = mode.enabled and any(map(requires_grad, p_leaves + t_leaves))
+    start = next_seq()
     variables, nodes = [], []
     for p in p_leaves:
-        if isinstance(p, _SCALARS) and not isinstance(p, bool):
+        if isinstance(p, SCALARS) and not isinstance(p, bool):
             p = rec.backend.asarray(p)  # a Python number: a 0-d array of the namespace
-        v, node = _variable(p, "jvp")
+        v, node = variable(p, "jvp")
         variables.append(v)
         nodes.append(node)
-    given = [batching.Batched(v, levels) for v in variables] if levels else variables
-    with graph.enable_grad():
+    given = [Batched(v, levels) for v in variables] if levels else variables
+    with grad_mode.enable_grad():
         result = f(*pytree.unflatten(p_td, given))
     leaves, out_td = pytree.flatten(result)
     if levels:
-        out_levels = [batching.levels_of(o) for o in leaves]
-        leaves = [_plain(o) for o in leaves]
+        out_levels = [levels_of(o) for o in leaves]
+        leaves = [plain(o) for o in leaves]
     outs = []
     for o in leaves:
         if isinstance(o, Tensor):
@@ -636,36 +536,12 @@ def jvp(f, primals, tangents):
     tangent_outs = [fwd.tangent(o, tan, record) for o in outs]
     values = [o if record else o.detach() for o in outs]
     if levels:  # back to one example per level
-        values = [batching.merge(v, lv) for v, lv in zip(values, out_levels)]
-        tangent_outs = [batching.merge(t, lv) for t, lv in zip(tangent_outs, out_levels)]
+        values = [merge(v, lv) for v, lv in zip(values, out_levels)]
+        tangent_outs = [merge(t, lv) for t, lv in zip(tangent_outs, out_levels)]
     return pytree.unflatten(out_td, values), pytree.unflatten(out_td, tangent_outs)
 
 
-def _lift_constants(tree, rec):
-    """Wrap the raw arrays of the other arguments too, as constants of the same
-    namespace, so ``array_namespace(*args)`` inside ``f`` sees one namespace."""
-
-    def lift(a):
-        if isinstance(a, (Tensor, bool, int, float, complex)) or a is None:
-            return a
-        return rec.wrap(a) if rec.backend.is_array(a) else a
-
-    return pytree.tree_map(lift, tree)
-
-
-def _argnums(args, argnums, what):
-    """``argnums`` as a tuple of indices into ``args`` (checked)."""
-    n = len(args)
-    nums = checks.integers(what, "argnums", argnums)
-    if not nums:
-        raise ValueError(f"{what}: argnums is empty: nothing to differentiate")
-    for i in nums:
-        if not -n <= i < n:
-            raise ValueError(f"{what}: argnums {argnums} out of range for {n} arguments")
-    return tuple(i % n for i in nums)
-
-
-def jacfwd(f, argnums=0):
+def _jacfwd_looped(f, argnums=0):
     """The Jacobian by forward mode (JAX's ``jax.jacfwd``): ``jacfwd(f)(x)`` has shape
     ``f(x).shape + x.shape``. ``f`` is recorded once, then one forward pass per element
     of the differentiated inputs (so an ``R^1 -> R^n`` function costs one pass, where
@@ -676,13 +552,13 @@ def jacfwd(f, argnums=0):
 
     @functools.wraps(f)
     def wrapper(*args):
-        nums = _argnums(args, argnums, "jacfwd")
-        nested = mode.enabled and any(_requires_grad(args[i]) for i in nums)
-        start = graph.next_seq()
+        nums = argnums_of(args, argnums, "jacfwd")
+        nested = mode.enabled and any(requires_grad(args[i]) for i in nums)
+        start = next_seq()
         args = list(args)
         variables, nodes = [], []
         for i in nums:
-            v, node = _variable(args[i], "jacfwd")
+            v, node = variable(args[i], "jacfwd")
             rec = recorder_of(v)
             if rec.is_complex(v.dtype):
                 raise TypeError(
@@ -694,10 +570,10 @@ def jacfwd(f, argnums=0):
             variables.append(v)
             nodes.append(node)
         rec = recorder_of(variables[0])
-        args = [a if i in nums else _lift_constants(a, rec) for i, a in enumerate(args)]
-        with graph.enable_grad():
+        args = [a if i in nums else lift_constants(a, rec) for i, a in enumerate(args)]
+        with grad_mode.enable_grad():
             result = f(*args)
-        outs, several = _outputs(result, "jacfwd")
+        outs, several = outputs(result, "jacfwd")
         fwd = Forward(rec, outs, start, nodes)
         record = mode.enabled and (fwd.outer or nested)
         B = rec.backend
@@ -713,7 +589,7 @@ def jacfwd(f, argnums=0):
                     t = fwd.tangent(o, tan, record)
                     cols[k].append(t if record else t.data)
         jacs = []
-        with graph.enable_grad() if record else graph.no_grad():
+        with grad_mode.enable_grad() if record else grad_mode.no_grad():
             for o, cols in zip(outs, columns):
                 per = []
                 for v, c in zip(variables, cols):
@@ -736,10 +612,10 @@ def _gradient_of(f, what):
     def grad_f(*xs):
         variables, nodes = [], []
         for x in xs:
-            v, node = _variable(x, what)
+            v, node = variable(x, what)
             variables.append(v)
             nodes.append(node)
-        with graph.enable_grad():
+        with grad_mode.enable_grad():
             out = f(*variables)
         if not isinstance(out, Tensor):
             raise TypeError(f"{what}: the function must return a Tensor, got {type(out).__name__}")
@@ -752,8 +628,8 @@ def _gradient_of(f, what):
             )
         grads = [None] * len(nodes)
         if out.requires_grad:
-            with graph.enable_grad():
-                grads = graph.gradients(out, B.ones_like(out.data), nodes, create_graph=True,
+            with grad_mode.enable_grad():
+                grads = backward.gradients(out, B.ones_like(out.data), nodes, create_graph=True,
                                         retain_graph=True)  # fmt: skip
         result = []
         for v, g in zip(variables, grads):
@@ -767,175 +643,118 @@ def _gradient_of(f, what):
     return grad_f
 
 
-def hvp(f, primals, tangents):
+def _hvp(f, primals, tangents):
     """Hessian-vector product by forward-over-reverse, JAX's recipe
     ``jax.jvp(jax.grad(f, argnums=all), primals, tangents)``: returns
     ``(grad f(primals), H @ tangents)``, each a Tensor for one primal and a tuple for
     several (``H v`` for primal ``i`` is ``sum_j d^2 f / dx_i dx_j v_j``). ``f`` returns a
     real scalar. One reverse pass, recorded, then one forward pass through it: the cost
     of about two gradients, without forming ``H``."""
-    return jvp(_gradient_of(f, "hvp"), primals, tangents)
+    return _jvp(_gradient_of(f, "hvp"), primals, tangents)
 
 
-# -- custom_jvp ---------------------------------------------------------------------------
-class custom_jvp:
-    """A function with a user-defined JVP, JAX's convention::
+# -- the public transforms ----------------------------------------------------------
+def jvp(f, primals, tangents):
+    """``(f(*primals), J @ tangents)`` by one forward pass carrying tangents: each
+    recorded op's JVP rule (see ``autodiff/forward.py``), no reverse pass. Raw arrays in
+    give raw arrays out."""
+    return in_kind((primals, tangents), _jvp(f, primals, tangents))
 
-        @ad.custom_jvp
-        def f(x, y): ...
 
-        @f.defjvp
-        def f_jvp(primals, tangents):   # -> (f(*primals), tangent of the output)
-            x, y = primals
-            tx, ty = tangents           # zeros for arguments with no tangent
-            ...
+def hvp(f, primals, tangents):
+    """``(grad f(primals), H @ tangents)``, forward over reverse (JAX's
+    ``jvp(grad(f))``; see ``forward.hvp``). Raw arrays in give raw arrays out."""
+    return in_kind((primals, tangents), _hvp(f, primals, tangents))
 
-    Forward mode (``jvp``, ``jacfwd``, ``hvp``) calls ``f_jvp``. Reverse mode (``grad``,
-    ``backward``) transposes it: ``f_jvp`` is recorded on tangent variables and
-    differentiated with respect to them (it is linear in the tangents), so ``f_jvp``
-    must be written with the namespace's functions on the tangents it is given.
-    ``f`` itself runs without recording where an input requires grad.
-    """
 
-    def __init__(self, fun):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.jvp_fn = None
+def _jacfwd_arrays(f, argnums=0):
+    """The Jacobian by forward mode (JAX's ``jacfwd``): ``jacfwd(f)(x)`` has shape
+    ``f(x).shape + x.shape``: ``f`` recorded once, then one forward pass per element of
+    ``x`` (an ``R^1 -> R^n`` function costs one pass); inside vmap, ``vmap`` of ``jvp``
+    over the rows of the identity. A tuple ``argnums`` gives a tuple of Jacobians; a
+    function returning a tree gives the tree of them. Inputs must be real; outputs may
+    be complex."""
 
-    def defjvp(self, jvp_fn):
-        self.jvp_fn = jvp_fn
-        return jvp_fn
+    looped = _jacfwd_looped(f, argnums)
 
-    def _rebuild(self, axes, mapped):
-        """This function over a whole batch (``batching.custom_call``): the function and
-        the rule mapped over the batch axis of the arguments in ``axes``."""
-        inner = custom_jvp(mapped(self.fun, axes))
-        rule = mapped(self.jvp_fn, (axes, axes))
-        inner.defjvp(lambda primals, tangents: rule(tuple(primals), tuple(tangents)))
-        return inner
-
-    def __call__(self, *args):
-        if (
-            self.jvp_fn is not None
-            and batching.depth[0]
-            and any(type(a) is batching.Batched for a in args)
-        ):
-            return batching.custom_call(args, self._rebuild)
-        tensors = [a for a in args if isinstance(a, Tensor)]
-        if self.jvp_fn is None or not mode.enabled or not any(t.requires_grad for t in tensors):
-            return self.fun(*args)
-        rec = recorder_of(tensors[0])
-        name = getattr(self.fun, "__name__", "custom_jvp")
-        plain = [a.detach() if isinstance(a, Tensor) else a for a in args]
-        with graph.no_grad():
-            out = self.fun(*plain)
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-        for o in outs:
-            if not isinstance(o, Tensor) or type(o) is not rec.cls:
+    @functools.wraps(f)
+    def wrapper(*args):
+        if not (depth[0] and active()):
+            # outside vmap, the recorded graph takes one tangent per pass: as fast for a
+            # few inputs, and custom_jvp rules apply (vmap runs their plain function)
+            return in_kind(_picked(args, argnums), looped(*args))
+        nums = argnums_of(args, argnums, "jacfwd")
+        others = [a for i, a in enumerate(args) if i not in nums]
+        primals = [args[i] for i in nums]
+        rec = namespace_of(primals + others, "jacfwd")
+        lifted = [a if i in nums else lift_constants(a, rec) for i, a in enumerate(args)]
+        B, xp = rec.backend, rec.xp
+        dense = []
+        for i, p in zip(nums, primals):
+            if isinstance(p, (int, float)) and not isinstance(p, bool):
+                p = B.asarray(float(p))
+            if not isinstance(p, (Tensor, Batched)) and not B.is_array(p):
+                raise TypeError(f"jacfwd: expected an array or a Tensor, got {type(p).__name__}")
+            if rec.is_complex(p.dtype):
                 raise TypeError(
-                    f"custom_jvp '{name}': the function must return Tensors of "
-                    f"{rec.namespace.__name__}, got {type(o).__name__}"
+                    f"jacfwd: argument {i} is complex ({p.dtype}); the Jacobian of a function "
+                    "of complex inputs that need not be holomorphic is no complex matrix: "
+                    "use jvp, or differentiate with respect to the real and imaginary parts"
                 )
-        op = Op(
-            name,
-            "custom",
-            vjp=functools.partial(_custom_jvp_transposed, self, name, rec),
-            jvp=functools.partial(_custom_jvp_rule, self, name, rec),
-        )
-        raws = [a.data if isinstance(a, Tensor) else a for a in args]
-        data = type(out)(o.data for o in out) if outs is out else out.data
-        return rec.record(op, data, args, raws, {})
+            dense.append(p)
+
+        def g(*ps):
+            full = list(lifted)
+            for i, p in zip(nums, ps):
+                full[i] = p
+            return f(*full)
+
+        def zeros(p):
+            return xp.zeros_like(p) if isinstance(p, (Tensor, Batched)) else B.zeros_like(p)
+
+        jacs = []
+        for k, p in enumerate(dense):
+            shape = tuple(p.shape)
+            n = math.prod(shape)
+            raw = p.data if isinstance(p, (Tensor, Batched)) else p
+            eye = B.eye(n, dtype=p.dtype, device=B.device_of(raw))
+            eye = rec.wrap(B.reshape(eye, (n,) + shape))
+
+            def push(t, k=k):
+                tangents = [t if j == k else zeros(q) for j, q in enumerate(dense)]
+                return _jvp(g, tuple(dense), tuple(tangents))[1]
+
+            # the columns: (n,) + out.shape per output, put last and split as x's shape
+            cols = vmap(push, out_axes=-1)(eye)
+            jacs.append(pytree.tree_map(lambda c: xp.reshape(c, tuple(c.shape[:-1]) + shape), cols))
+        if isinstance(argnums, int):
+            result = jacs[0]
+        else:  # a tree of tuples: per output, one Jacobian per argument
+            flat = [pytree.flatten(j)[0] for j in jacs]
+            td = pytree.flatten(jacs[0])[1]
+            result = pytree.unflatten(td, [tuple(col) for col in zip(*flat)])
+        return in_kind(primals, result)
+
+    return wrapper
 
 
-def _primals_tangents(rec, args, make_tangent):
-    """The user's primals (Tensors) and one tangent per array argument (None for the others)."""
-    primals, tangents = [], []
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor) or rec.backend.is_array(a):
-            p = a if isinstance(a, Tensor) else rec.wrap(a)
-            primals.append(p)
-            tangents.append(make_tangent(i, p))
-        else:
-            primals.append(a)
-            tangents.append(None)
-    return primals, tangents
+def jacfwd(f, argnums=0):
+    """The Jacobian by forward mode (JAX's ``jacfwd``): ``jacfwd(f)(x)`` has shape
+    ``f(x).shape + x.shape``; one forward pass per element of ``x`` (inside vmap, ``vmap``
+    of ``jvp``). Arguments and outputs may be trees: the result is a tree of the output's
+    structure whose leaves are trees of the argument's (JAX's rule)."""
+    return on_trees(_jacfwd_arrays, f, argnums, "jacfwd")
 
 
-def _custom_call(cj, name, primals, tangents):
-    result = cj.jvp_fn(tuple(primals), tuple(tangents))
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        raise TypeError(
-            f"custom_jvp '{name}': the JVP function must return a pair (output, tangent), "
-            f"got {type(result).__name__}"
-        )
-    return result[1]
+def hessian(f, argnums=0):
+    """``hessian(f)(x)`` has shape ``x.shape + x.shape``: ``jacfwd(jacrev(f))``, forward
+    over reverse, as JAX's (one recorded backward pass, then one forward pass through it
+    per element of ``x``)."""
+    return jacfwd(jacobian(f, argnums), argnums)
 
 
-def _custom_jvp_rule(cj, name, rec, xp, ts, ans, *args):
-    """The forward-mode rule of a custom_jvp function: the user's JVP function."""
-    B = rec.backend
-    record = xp.records
-
-    def tangent(i, p):
-        t = ts[i] if i < len(ts) else None
-        if t is None:
-            return rec.wrap(B.zeros_like(p.data))
-        return t if isinstance(t, Tensor) else rec.wrap(t)
-
-    primals, tangents = _primals_tangents(rec, args, tangent)
-    with graph.enable_grad() if record else graph.no_grad():
-        tout = _custom_call(cj, name, primals, tangents)
-    if isinstance(tout, (tuple, list)):
-        return tuple(None if t is None else (t if record else rec.raw(t, name)) for t in tout)
-    return tout if record else rec.raw(tout, name)
-
-
-def _custom_jvp_transposed(cj, name, rec, xp, g, ans, *args):
-    """The VJP of a custom_jvp function: the transpose of the user's JVP function,
-    recorded on zero tangent variables and differentiated with respect to them."""
-    B = rec.backend
-    record = xp.records
-    stops = []
-    if record:
-        args = _barriers(rec, list(args), stops)  # the graph before is not walked
-        g = _barriers(rec, g, stops)
-    else:
-        g = tuple(map(rec.wrap, g)) if isinstance(g, tuple) else rec.wrap(g)
-    tnodes = []
-
-    def tangent(i, p):
-        t, node = _leaf_variable(rec, B.zeros_like(p.data))
-        tnodes.append(node)
-        return t
-
-    with graph.enable_grad():
-        primals, tangents = _primals_tangents(rec, args, tangent)
-        tout = _custom_call(cj, name, primals, tangents)
-        touts = tout if isinstance(tout, (tuple, list)) else (tout,)
-        gs = g if isinstance(g, tuple) else (g,)
-        s = None
-        for gi, ti in zip(gs, touts):
-            if ti is None:
-                continue
-            term = _pair(rec.xp, rec, gi, ti)  # the rules' (bilinear) pairing
-            s = term if s is None else s + term
-        found = [None] * len(tnodes)
-        if isinstance(s, Tensor) and s._rg:
-            found = graph.gradients(s, B.ones_like(s.data), tnodes + stops,
-                                    create_graph=record, retain_graph=record)  # fmt: skip
-    out, k = [], 0
-    for t in tangents:
-        if t is None:
-            out.append(None)
-            continue
-        r = found[k]
-        k += 1
-        if r is None:  # the output doesn't depend on it
-            r = B.zeros_like(t.data)
-            r = rec.wrap(r) if record else r
-        else:
-            r = graph.to_internal(rec, r, rec.xp if record else B)
-            if not record:
-                r = _data(r)
-        out.append(r)
-    return tuple(out)
+def _picked(args, argnums):
+    try:
+        return [args[i] for i in argnums_of(args, argnums, "jacobian")]
+    except (TypeError, ValueError):
+        return args  # the transform itself reports it

@@ -29,23 +29,15 @@ from __future__ import annotations
 import functools
 import types
 
-from . import _standard, backends, checks, inplace
+from .. import backends, checks
+from . import inplace, standard
+from .anomaly import anomaly, check_forward
 from .batching import Batched, holds
 from .batching import apply as _batched_call
 from .batching import depth as _vmapping
-from .graph import (
-    Meta,
-    MultiNode,
-    Node,
-    add_op_name,
-    anomaly,
-    check_forward,
-    grad_off,
-    mode,
-    next_seq,
-)
-from .graph import saved_counter as _counter
-from .graph import share_version as _share_version
+from .errors import add_op_name
+from .grad_mode import grad_off, mode
+from .node import Meta, MultiNode, Node, next_seq
 from .registry import CONST, MISSING, Op
 from .registry import ops as _registry_ops
 from .tensor import (
@@ -56,6 +48,8 @@ from .tensor import (
     UNARY_OPERATORS,
     Tensor,
 )
+from .versions import saved_counter as _counter
+from .versions import share_version as _share_version
 
 __all__ = ["Autodiff", "Recorder", "recorder_of", "move_leaf"]
 
@@ -168,7 +162,7 @@ class Recorder:
         for name in backends.KERNELS:
             if not hasattr(xp, name):
                 setattr(xp, name, functools.partial(getattr(backends.generic, name), xp))
-        for name in _standard.DTYPES + _standard.EXTRA_DTYPES + _standard.CONSTANTS:
+        for name in standard.DTYPES + standard.EXTRA_DTYPES + standard.CONSTANTS:
             if hasattr(B, name):
                 setattr(xp, name, getattr(B, name))
         self._bind_operators()
@@ -193,19 +187,8 @@ class Recorder:
             if hasattr(proto, dunder):
                 setattr(cls, dunder, method)
 
-    def _raw_function(self, op: Op):
-        B = self.backend
-        if op.impl is not None:
-            return op.impl(B)
-        obj = B
-        for part in op.name.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                return None
-        return obj
-
     def _make(self, op: Op):
-        raw = self._raw_function(op)
+        raw = op.function(self.backend)
         if raw is None:
             return None
         make = {"unary": _unary, "binary": _binary, "creation": _creation}.get(op.style, _generic)
@@ -217,10 +200,10 @@ class Recorder:
             public.__name__ = public.__qualname__ = fn.__name__
             public.__doc__ = fn.__doc__
             fn = public
-        if op.name in _standard.SIGNATURES:  # help(), inspect and IDEs see the standard's
-            sig = _standard.signature(op.name)
+        if op.name in standard.SIGNATURES:  # help(), inspect and IDEs see the standard's
+            sig = standard.signature(op.name)
             creation = op.style == "creation"
-            fn.__signature__ = _standard.with_requires_grad(sig) if creation else sig
+            fn.__signature__ = standard.with_requires_grad(sig) if creation else sig
         return fn
 
     def _public(self):
@@ -230,10 +213,10 @@ class Recorder:
         ns.__doc__ = f"Differentiable Array API namespace over {B.key}."
         ns.__array_api_version__ = B.__array_api_version__
         ns.__array_namespace_info__ = B.__array_namespace_info__
-        for name in _standard.MAIN + _standard.EXTRA_DTYPES:
+        for name in standard.MAIN + standard.EXTRA_DTYPES:
             if hasattr(B, name):
                 setattr(ns, name, getattr(self.xp, name, None) or getattr(B, name))
-        for sub, names in (("linalg", _standard.LINALG), ("fft", _standard.FFT)):
+        for sub, names in (("linalg", standard.LINALG), ("fft", standard.FFT)):
             if hasattr(B, sub):
                 mod = types.ModuleType(f"autodiff.{B.key}.{sub}")
                 src = getattr(self.xp, sub)

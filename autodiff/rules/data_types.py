@@ -4,7 +4,7 @@ gradient back (cast to the input's dtype centrally)."""
 from __future__ import annotations
 
 from ..backends import device_of
-from ..registry import defop
+from ..engine.registry import defop
 from ._util import nondiff
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from ..backends import device_of
-from ..graph import Zeros
-from ..registry import defop
+from ..engine.node import Zeros
+from ..engine.registry import defop
 
 
 def _index_add_impl(B):

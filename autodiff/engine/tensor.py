@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 
-from . import graph
+from . import backward, hooks, versions
 
 __all__ = ["Tensor", "exported"]
 
@@ -146,7 +146,7 @@ class Tensor:
 
     def _read_grad(self):
         g = self._grad
-        if g is None and self._node is not None and not graph.retains_grad(self):
+        if g is None and self._node is not None and not hooks.retains_grad(self):
             warnings.warn(
                 f"grad: reading .grad of a non-leaf tensor (computed by "
                 f"'{self._node.op.name}'): backward() fills .grad of leaves only, so it is "
@@ -180,17 +180,17 @@ class Tensor:
         namespace (recorded under ``create_graph=True``, so the hook is differentiated
         too); the replacement must have its shape and dtype. Hooks run in registration
         order, in ``backward()`` and in the transforms (``ad.grad``, ``ad.vjp``...)."""
-        return graph.register_hook(self, hook)
+        return hooks.register_hook(self, hook)
 
     def retain_grad(self):
         """Make backward passes fill this computed tensor's ``.grad`` too (accumulating,
         as a leaf's); a no-op on a leaf. The gradient kept is the one after its hooks."""
-        graph.retain_grad(self)
+        hooks.retain_grad(self)
 
     @property
     def retains_grad(self) -> bool:
         """Whether ``retain_grad()`` was called on this computed tensor (False on leaves)."""
-        return graph.retains_grad(self)
+        return hooks.retains_grad(self)
 
     @property
     def is_leaf(self) -> bool:
@@ -205,14 +205,14 @@ class Tensor:
         """The same values, cut from the graph (shares memory, and the version
         counter: an in-place change through it is seen by nodes that saved self)."""
         t = self._rec.wrap(self.data)
-        graph.share_version(self, t, graph.ALIAS)  # see inplace.py
+        versions.share_version(self, t, versions.ALIAS)  # see inplace.py
         return t
 
     def __copy__(self):
         """A second handle on the same value, node and buffer."""
         t = self._rec.wrap(self.data)
         t._node, t._index, t._rg, t._grad = self._node, self._index, self._rg, self._grad
-        graph.share_version(self, t, graph.SAME)  # a write through either is seen by both
+        versions.share_version(self, t, versions.SAME)  # a write through either is seen by both
         return t
 
     def __deepcopy__(self, memo):
@@ -232,7 +232,7 @@ class Tensor:
 
     def backward(self, grad=None, *, retain_graph=False, create_graph=False):
         """Accumulate d(self)/d(leaf) into ``leaf.grad`` for every leaf it depends on."""
-        graph.backward(self, grad, retain_graph, create_graph)
+        backward.backward(self, grad, retain_graph, create_graph)
 
     def __repr__(self):
         """Values, dtype, device and the op that made it, as torch prints a tensor."""
@@ -240,7 +240,7 @@ class Tensor:
         try:
             import numpy as np
 
-            from .backends import to_host
+            from ..backends import to_host
 
             # array2string honours np.set_printoptions and summarizes big arrays; a
             # non-numpy array is copied to the host for display only.

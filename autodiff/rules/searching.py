@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..backends import device_of
-from ..graph import Zeros
-from ..registry import defop
+from ..engine.node import Zeros
+from ..engine.registry import defop
 from ._util import nondiff
 
 

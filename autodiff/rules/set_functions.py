@@ -2,7 +2,7 @@
 (split evenly where a value occurs more than once, as ``max``'s ties); the indices,
 inverse indices and counts are integers."""
 
-from ..registry import defop
+from ..engine.registry import defop
 
 
 def _values(xp, gv, x):

@@ -29,7 +29,7 @@ differentiate again (second order of a linear op).
 from __future__ import annotations
 
 from ..backends import device_of
-from ..registry import CONST, defop
+from ..engine.registry import CONST, defop
 
 CH = "fft"
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho", None: "forward"}

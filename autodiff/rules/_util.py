@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..backends import device_of
-from ..registry import CONST, MISSING, defop
+from ..engine.registry import CONST, MISSING, defop
 
 
 def unary(name, rule=None, *, chapter="elementwise", **meta):

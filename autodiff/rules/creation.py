@@ -5,10 +5,10 @@ array-API-generic code that starts with ``xp.asarray(x)`` stays differentiable."
 from __future__ import annotations
 
 from ..backends import device_of
-from ..graph import is_grad_enabled
-from ..namespace import recorder_of
-from ..registry import CONST, defop
-from ..tensor import Tensor, exported
+from ..engine.grad_mode import is_grad_enabled
+from ..engine.namespace import recorder_of
+from ..engine.registry import CONST, defop
+from ..engine.tensor import Tensor, exported
 
 
 def _has_tensor(obj):

@@ -182,6 +182,18 @@ class Op:
             return "derived"
         return "fallback"
 
+    def function(self, B):
+        """The op's raw function on backend ``B`` (its ``impl``, else ``B``'s function of the
+        op's name); None where ``B`` has none."""
+        if self.impl is not None:
+            return self.impl(B)
+        obj = B
+        for part in self.name.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                return None
+        return obj
+
     def __repr__(self):
         return f"Op({self.name!r}, {self.kind})"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import cmath
 import math
 
-from ..registry import defop
+from ..engine.registry import defop
 from ._util import binary, complex_of, conj, is_complex, nondiff, unary
 
 

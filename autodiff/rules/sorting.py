@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..registry import defop
+from ..engine.registry import defop
 from ._util import nondiff
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..backends import device_of
-from ..registry import defop
+from ..engine.registry import defop
 from ._util import nondiff
 
 

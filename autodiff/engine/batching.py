@@ -37,8 +37,8 @@ import math
 import threading
 import warnings
 
-from . import graph
-from .backends import device_of
+from ..backends import device_of
+from .grad_mode import no_grad
 from .registry import ops as _registry_ops
 from .tensor import (
     BINARY_OPERATORS,
@@ -300,7 +300,7 @@ def _setitem(b, key, value):
             vi = _example(value, level, i)
             view[ki if isinstance(key, tuple) else ki[0]] = vi
         return
-    with graph.no_grad():
+    with no_grad():
         region = b[key].ndim  # one example's target region: what ``value`` broadcasts to
     full = (slice(None),) * len(b.levels) + parts
     b.value[full] = _expanded(value, b.levels, region)
@@ -403,7 +403,7 @@ class Call:
         return self.xp.reshape(a, (a.shape[0],) + (1,) * (rank - r) + tuple(a.shape[1:]))
 
 
-def _peel(a, level):
+def peel(a, level):
     """(``a`` with the batch axis of ``level`` first, whether it is batched over it)."""
     if type(a) is Batched and a.levels[-1] == level:
         lv = a.levels
@@ -418,18 +418,18 @@ def _unwrap_level(out, level):
         items = [_unwrap_level(o, level) for o in out]
         return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
     if type(out) is Batched and out.levels[-1] == level:
-        return _peel(out, level)[0]
+        return peel(out, level)[0]
     raise ValueError("vmap: a composite rule's output does not depend on the batch")
 
 
-def _wrap(out, level):
+def wrap_level(out, level):
     """The rule's output(s) (batch axis first) as Batched values of ``level``."""
     if isinstance(out, Tensor):
         return Batched(out, (level,))
     if type(out) is Batched:
         return Batched(out.value, out.levels + (level,))
     if isinstance(out, (tuple, list)):
-        items = [_wrap(o, level) for o in out]
+        items = [wrap_level(o, level) for o in out]
         return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
     return out
 
@@ -454,27 +454,27 @@ def apply(op, f, args, kwargs):
     pargs, bd = [], []
     for a in args:
         if type(a) in (tuple, list) and any(type(x) is Batched for x in a):
-            peeled = [_peel(x, level) for x in a]  # asarray([a, b]): a flag per item
+            peeled = [peel(x, level) for x in a]  # asarray([a, b]): a flag per item
             pargs.append(type(a)(p for p, _ in peeled))
             bd.append(tuple(b for _, b in peeled))
         else:
-            p, b = _peel(a, level)
+            p, b = peel(a, level)
             pargs.append(p)
             bd.append(b)
     pkw, kd = {}, {}
     for k, v in kwargs.items():
         if type(v) in (tuple, list) and any(type(x) is Batched for x in v):
-            peeled = [_peel(x, level) for x in v]
+            peeled = [peel(x, level) for x in v]
             pkw[k] = type(v)(p for p, _ in peeled)
             kd[k] = tuple(b for _, b in peeled)
         else:
-            pkw[k], kd[k] = _peel(v, level)
+            pkw[k], kd[k] = peel(v, level)
     c = Call(op, f, some._rec.xp, n, tuple(bd), kd, level)
     rule = rule_of(op)
     out = NotImplemented if rule is None else rule(c, *pargs, **pkw)
     if out is NotImplemented:
         out = _loop(c, pargs, pkw)
-    return _wrap(out, level)
+    return wrap_level(out, level)
 
 
 _warned: set = set()
@@ -565,268 +565,3 @@ def _derived(fn):
     """Mark ``fn`` as a generic rule, derived from metadata (see :func:`rule_kind`)."""
     fn.derived = True
     return fn
-
-
-# -- transforms inside vmap ---------------------------------------------------------------------
-def regroup(x, inner, sizes):
-    """``x`` (a Batched value, a Tensor) with its vmap levels ``inner`` (sizes ``sizes``) as
-    plain leading axes, broadcast where ``x`` lacks one; its other levels stay batched:
-    a Batched of those (axes: theirs, then ``inner``'s, then the example's) or, with none
-    left, a plain Tensor. What a transform's graph, made inside vmap, is built on."""
-    if isinstance(x, Batched):
-        v, lv = x.value, x.levels
-    else:
-        v, lv = x, ()
-    k = len(lv)
-    ex = tuple(v.shape[k:])
-    outer = tuple(level for level in lv if level not in inner)
-    xp = v._rec.xp
-    present = tuple(level for level in lv if level in inner)
-    order = [lv.index(level) for level in outer + present]
-    if order != list(range(k)):  # the other levels' axes first
-        v = xp.permute_dims(v, tuple(order) + tuple(range(k, v.ndim)))
-    have = {level: v.shape[i] for i, level in enumerate(outer + present)}
-    head = tuple(have[level] for level in outer)
-    lone = tuple(have.get(level, 1) for level in inner)
-    if len(outer) + len(lone) != k or lone != tuple(sizes):
-        v = xp.reshape(v, head + lone + ex)
-        if lone != tuple(sizes):
-            v = xp.broadcast_to(v, head + tuple(sizes) + ex)
-    return Batched(v, outer) if outer else v
-
-
-def merge(r, inner):
-    """The inverse of :func:`regroup`: ``r`` (plain, or a Batched of other levels, whose
-    leading plain axes are the levels ``inner``) as a Batched of all its levels."""
-    if not isinstance(r, Batched):
-        return Batched(r, tuple(inner)) if inner else r
-    if not inner:
-        return r
-    v, outer = r.value, r.levels
-    both = outer + tuple(inner)
-    order = sorted(range(len(both)), key=lambda i: both[i])
-    if order != list(range(len(both))):
-        v = v._rec.xp.permute_dims(v, tuple(order) + tuple(range(len(both), v.ndim)))
-    return Batched(v, tuple(both[i] for i in order))
-
-
-def levels_of(x):
-    return x.levels if isinstance(x, Batched) else ()
-
-
-def batched_variable(x, wrap):
-    """The value a transform differentiates, inside vmap: ``x`` batched over every running
-    vmap (broadcast where it isn't), as a plain Tensor, and those levels. Each example
-    then gets its own gradient (a primal shared by the examples would get their sum)."""
-    stack = active()
-    running = tuple(level for level, _ in stack)
-    if isinstance(x, Batched):
-        if not set(x.levels) <= set(running):
-            raise ValueError("vmap: a batched value is used outside the vmap that made it")
-    else:
-        x = wrap(x)
-    return regroup(x, running, tuple(size for _, size in stack)), running
-
-
-# -- vmap -------------------------------------------------------------------------------------
-def _spec_leaves(spec, tree, what, label):
-    """One axis (int or None) per leaf of ``tree``, from ``spec``, a prefix of its structure."""
-    if spec is None or isinstance(spec, int) and not isinstance(spec, bool):
-        return [spec] * len(_pytree().leaves(tree))
-    if isinstance(spec, dict) and isinstance(tree, dict) and set(spec) == set(tree):
-        keys = _pytree().flatten(tree)[1][1][1]  # the tree's keys, in its leaves' order
-        return [a for key in keys for a in _spec_leaves(spec[key], tree[key], what, label)]
-    if (
-        isinstance(spec, (tuple, list))
-        and isinstance(tree, (tuple, list))
-        and not isinstance(spec, dict)
-        and len(spec) == len(tree)
-    ):
-        return [a for s, t in zip(spec, tree) for a in _spec_leaves(s, t, what, label)]
-    raise ValueError(
-        f"vmap: {what} {spec!r} is not a prefix of the structure of {label} (an int, None, "
-        "or a dict / tuple / list matching it, as JAX)"
-    )
-
-
-def custom_call(args, rebuild):
-    """A custom_vjp / custom_jvp function called inside vmap on batched ``args``: the
-    same kind of function over the whole batch, made by ``rebuild(axes, mapped)`` with
-    its function, fwd and rule each ``mapped`` (vmapped) over the innermost vmap's axis
-    (``axes``: 0 or None per argument), as JAX batches custom rules; so the user's rule
-    is what differentiates it."""
-    level = max(a.levels[-1] for a in args if type(a) is Batched)
-    peeled = [_peel(a, level) for a in args]
-    axes = tuple(0 if mapped else None for _, mapped in peeled)
-    inner = rebuild(axes, _mapped)
-    return _wrap(inner(*[a for a, _ in peeled]), level)
-
-
-def _mapped(f, in_axes):
-    """``vmap(f, in_axes)`` on the namespace of the arguments it is called with."""
-
-    def call(*args):
-        for leaf in _pytree().leaves(list(args)):
-            if isinstance(leaf, (Tensor, Batched)):
-                rec = (leaf.value if type(leaf) is Batched else leaf)._rec
-                break
-        else:
-            raise TypeError("vmap: a custom function's arguments hold no Tensor")
-        return map_call(f, in_axes, 0, None, args, {}, rec)
-
-    return call
-
-
-def _pytree():
-    from . import pytree
-
-    return pytree
-
-
-def _names(f, count):
-    import inspect
-
-    try:
-        params = list(inspect.signature(f).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return [
-        f"argument {i} ({names[i]})" if i < len(names) else f"argument {i}" for i in range(count)
-    ]
-
-
-def map_call(f, in_axes, out_axes, axis_size, args, kwargs, rec):
-    """``vmap(f, in_axes, out_axes, axis_size)(*args, **kwargs)`` (see transforms.vmap)."""
-    pytree = _pytree()
-    if isinstance(in_axes, list):
-        in_axes = tuple(in_axes)  # as JAX: a list at the top is a tuple
-    if isinstance(in_axes, tuple):
-        if len(in_axes) != len(args):
-            raise ValueError(
-                f"vmap: in_axes has {len(in_axes)} entries for {len(args)} positional "
-                "arguments (give one per argument, or one int / None for all)"
-            )
-        specs = list(in_axes)
-    elif in_axes is None or (isinstance(in_axes, int) and not isinstance(in_axes, bool)):
-        specs = [in_axes] * len(args)
-    else:
-        raise TypeError(
-            f"vmap: in_axes must be an int, None or a tuple of them (or of trees), got "
-            f"{type(in_axes).__name__}"
-        )
-    labels = _names(f, len(args))
-    flat, tds, axes, where = [], [], [], []
-    for i, (a, spec) in enumerate(zip(args, specs)):
-        leaves, td = pytree.flatten(a)
-        flat.append(leaves)
-        tds.append(td)
-        axes.append(_spec_leaves(spec, a, "in_axes", labels[i]))
-        where.append(labels[i])
-    kw_leaves, kw_td = pytree.flatten(kwargs)  # keyword arguments: mapped over axis 0
-    flat.append(kw_leaves)
-    axes.append([0] * len(kw_leaves))
-    where.append("a keyword argument")
-    sizes = []
-    for leaves, ax, label in zip(flat, axes, where):
-        for j, (leaf, a) in enumerate(zip(leaves, ax)):
-            if a is None:
-                continue
-            shape = getattr(leaf, "shape", None)
-            if shape is None:
-                raise TypeError(
-                    f"vmap: {label} is mapped (in_axes {a}) but holds a "
-                    f"{type(leaf).__name__}, not an array; give it in_axes None"
-                )
-            nd = len(shape)
-            if not -nd <= a < nd:
-                raise ValueError(
-                    f"vmap: in_axes {a} is out of range for {label}, of shape {tuple(shape)}"
-                )
-            ax[j] = a % nd
-            sizes.append((shape[a % nd], label, a, tuple(shape)))
-    if not sizes:
-        if axis_size is None:
-            raise ValueError(
-                "vmap: every in_axes is None (nothing is mapped): give axis_size= to say "
-                "how many examples to make"
-            )
-        n = int(axis_size)
-    else:
-        n = sizes[0][0]
-        if any(s[0] != n for s in sizes) or (axis_size is not None and axis_size != n):
-            detail = "; ".join(f"{lab} axis {a} of shape {sh}: size {s}" for s, lab, a, sh in sizes)
-            raise ValueError(f"vmap: the mapped axes have different sizes: {detail}")
-    wrap_leaf = _lifter(rec)
-    level = enter(n)
-    try:
-        new = []
-        for leaves, ax in zip(flat, axes):
-            new.append([_batch_leaf(wrap_leaf(x), a, level) if a is not None else wrap_leaf(x)
-                        for x, a in zip(leaves, ax)])  # fmt: skip
-        call_args = [pytree.unflatten(td, leaves) for td, leaves in zip(tds, new[:-1])]
-        call_kwargs = pytree.unflatten(kw_td, new[-1])
-        out = f(*call_args, **call_kwargs)
-        outs, out_td = pytree.flatten(out)
-        if isinstance(out_axes, list):
-            out_axes = tuple(out_axes)
-        oaxes = _spec_leaves(out_axes, out, "out_axes", "the output")
-        results = [_unbatch_leaf(o, a, level, n, rec) for o, a in zip(outs, oaxes)]
-    finally:
-        leave(level)
-    raw = not any(
-        isinstance(x, (Tensor, Batched)) for leaves in flat for x in leaves
-    )  # raw arrays in, raw arrays out (as the other transforms)
-    if raw:  # but a result that depends on a tensor requiring grad (f closes over a
-        # parameter) stays a Tensor: a raw array would cut its graph silently
-        results = [r.data if isinstance(r, Tensor) and not r.requires_grad else r for r in results]
-    return pytree.unflatten(out_td, results)
-
-
-def _lifter(rec):
-    def lift(x):
-        if isinstance(x, (Tensor, Batched)) or x is None or isinstance(x, _SCALARS):
-            return x
-        return rec.wrap(x) if rec.backend.is_array(x) else x
-
-    return lift
-
-
-def _batch_leaf(x, a, level):
-    """A mapped argument: its axis ``a`` (of one example, if it is batched already by an
-    outer vmap) as the batch axis of ``level``."""
-    if isinstance(x, Batched):
-        k = len(x.levels)
-        v = x.value
-        if a:
-            v = v._rec.xp.moveaxis(v, k + a, k)
-        return Batched(v, x.levels + (level,))
-    if a:
-        x = x._rec.xp.moveaxis(x, a, 0)
-    return Batched(x, (level,))
-
-
-def _unbatch_leaf(o, a, level, n, rec):
-    """An output of the vmapped function, its batch axis of ``level`` at ``a``."""
-    batched = isinstance(o, Batched) and level in o.levels
-    if a is None:
-        if batched:
-            raise ValueError(
-                "vmap: out_axes is None for an output that differs from example to example"
-            )
-        return o
-    if batched:
-        lv = o.levels
-        r = o.value if len(lv) == 1 else Batched(o.value, lv[:-1])
-    else:  # the same for every example: repeated n times
-        if o is None:
-            return None
-        if not isinstance(o, (Tensor, Batched)):
-            o = rec.xp.asarray(o) if not rec.backend.is_array(o) else rec.wrap(o)
-        xp = rec.xp
-        r = xp.broadcast_to(xp.expand_dims(o, axis=0), (n,) + tuple(o.shape))
-    nd = r.ndim
-    if not -nd <= a < nd:
-        raise ValueError(f"vmap: out_axes {a} is out of range for an output of {nd - 1} axes")
-    a %= nd
-    return r if a == 0 else rec.xp.moveaxis(r, 0, a)

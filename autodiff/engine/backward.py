@@ -1,561 +1,30 @@
-"""The recorded graph and the backward pass: grad mode, nodes, version counters, and
-everything between a cotangent entering ``backward()`` and a leaf's ``.grad``.
+"""The backward pass: everything between a cotangent entering ``backward()`` and a
+leaf's ``.grad``.
 
 The backward pass is iterative (nodes in decreasing creation order), so graph
 depth is bounded by memory, not by Python's recursion limit. It calls each
 node's rule, fits the gradient to its input (broadcasting undone, dtype cast
 back: once, here, for every op), sums fan-out, accumulates into leaves and
-forms deferred weight gradients (:class:`Outer`). Each node frees what it saved
-as soon as its rule has run, unless ``retain_graph=True``.
+forms deferred weight gradients (:class:`~autodiff.engine.node.Outer`). Each node
+frees what it saved as soon as its rule has run, unless ``retain_graph=True``.
 
-This module imports nothing of the package: what it needs of a namespace comes
-with the tensors, as their recorder (``t._rec``, see namespace.py): the raw
-backend (``backend``), the recording namespace rules get under
-``create_graph`` (``xp``), ``wrap(array) -> Tensor`` and ``raw(value, what)``.
+What it needs of a namespace comes with the tensors, as their recorder (``t._rec``,
+see namespace.py): the raw backend (``backend``), the recording namespace rules get
+under ``create_graph`` (``xp``), ``wrap(array) -> Tensor`` and ``raw(value, what)``.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from heapq import heappop, heappush
-from itertools import count
 
-from . import checks
-
-__all__ = [
-    "no_grad",
-    "enable_grad",
-    "is_grad_enabled",
-    "Node",
-    "MultiNode",
-    "Meta",
-    "Outer",
-    "Zeros",
-    "Pass",
-    "backward",
-    "gradients",
-    "edge",
-    "attach",
-    "cotangent",
-    "bump",
-    "share_version",
-    "ALIAS",
-    "SAME",
-    "saved_counter",
-    "version_counter",
-    "is_saved",
-    "add_op_name",
-    "detect_anomaly",
-    "Recompute",
-    "RemovableHandle",
-    "register_hook",
-    "retain_grad",
-    "retains_grad",
-]
-
-
-class _Mode(threading.local):
-    enabled = True
-
-
-mode = _Mode()
-# How many threads have recording off. While none has, every thread records and
-# the hot paths skip the thread-local read: ``if not grad_off[0] or mode.enabled``.
-grad_off = [0]
-_lock = threading.Lock()
-
-
-def is_grad_enabled() -> bool:
-    return mode.enabled
-
-
-def _set_mode(value: bool) -> None:
-    with _lock:
-        if mode.enabled != value:
-            grad_off[0] += -1 if value else 1
-            mode.enabled = value
-
-
-class _GradMode:
-    _value: bool
-
-    def __enter__(self):
-        self._prev = mode.enabled
-        _set_mode(self._value)
-
-    def __exit__(self, *exc):
-        _set_mode(self._prev)
-
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-
-class no_grad(_GradMode):
-    """Context manager (and decorator): operations inside are not recorded."""
-
-    _value = False
-
-
-class enable_grad(_GradMode):
-    """Context manager (and decorator): recording on, even inside ``no_grad``."""
-
-    _value = True
-
-
-class detect_anomaly:
-    """Context manager (and decorator): the first recorded op whose forward makes NaN or
-    inf from finite inputs, or whose VJP rule makes a non-finite gradient, raises a
-    RuntimeError naming the op, the direction, the output or input, and the line of the
-    user's code that called the op. Process-wide (as ``torch.autograd.detect_anomaly``);
-    it reads every recorded value back to the host (a device sync), so it is for
-    debugging: the hot paths pay one list test per recorded op while it is off.
-
-    Legitimate infinities (``log(0)`` in a mask, ``-inf`` attention masks) raise too."""
-
-    def __enter__(self):
-        with _lock:
-            anomaly[0] += 1
-
-    def __exit__(self, *exc):
-        with _lock:
-            anomaly[0] -= 1
-
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with detect_anomaly():
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-
-anomaly = [0]  # > 0 while detect_anomaly is on
-
-
-def _caller():
-    """``file:line: code`` of the innermost frame outside this package (the user's)."""
-    import linecache
-    import os
-    import sys
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    f = sys._getframe(1)
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(here):
-        f = f.f_back
-    if f is None:
-        return "an unknown place"
-    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
-    return f"{f.f_code.co_filename}:{f.f_lineno}" + (f": {line}" if line else "")
-
-
-def _finite(B, a):
-    return bool(B.all(B.isfinite(a)))
-
-
-def _what(B, a):
-    return "nan" if bool(B.any(B.isnan(a))) else "inf"
-
-
-class _InRule(threading.local):
-    where = None  # inside a rule recorded under create_graph: the node's own place
-
-
-_in_rule = _InRule()
-
-
-def check_forward(B, node, outs, inputs):
-    """detect_anomaly's forward check of a new ``node``: remembers where it was called;
-    raises if an output is not finite while its floating inputs are. Inside a recorded
-    rule (create_graph) it only remembers: the rule's results are checked as a whole,
-    as a backward, by ``check_backward``."""
-    if _in_rule.where is not None:
-        node.where = _in_rule.where
-        return
-    node.where = where = _caller()
-    for k, o in enumerate(outs):
-        if not B.is_array(o) or not B.isdtype(o.dtype, ("real floating", "complex floating")):
-            continue
-        if _finite(B, o):
-            continue
-        bad = [i for i, a in enumerate(inputs) if B.is_array(a) and not _finite(B, a)]
-        cause = (f"input {bad[0]} was not finite already (not made by a recorded op)"
-                 if bad else "from finite inputs")  # fmt: skip
-        raise RuntimeError(
-            f"detect_anomaly: the forward of '{node.op.name}' made {_what(B, o)} in output "
-            f"{k}, {cause}; the op was called at {where}"
-        )
-
-
-def check_backward(B, node, grads, raw):
-    """detect_anomaly's check of a rule's results: every gradient it made is finite."""
-    for i, gi in enumerate(grads):
-        if gi is None:
-            continue
-        parts = (gi.a, gi.b) if isinstance(gi, Outer) else (gi.g if isinstance(gi, Zeros) else gi,)
-        for part in parts:
-            d = part if raw else getattr(part, "data", part)
-            if B.is_array(d) and not _finite(B, d):
-                where = getattr(node, "where", None) or "a place recorded before detect_anomaly"
-                raise RuntimeError(
-                    f"detect_anomaly: the backward of '{node.op.name}' made {_what(B, d)} in "
-                    f"the gradient of its input {i}; the op was called at {where}"
-                )
-
-
-next_seq = count().__next__  # creation order of nodes: a topological order
-
-
-class Node:
-    """One recorded call of an op.
-
-    ``edges[i]`` is None for an argument that gets no gradient, else
-    ``(parent_node, index, shape, dtype)`` for output ``index`` of another node,
-    or ``(None, leaf_tensor, shape, dtype)`` for a leaf. ``args`` holds the
-    argument values the rule reads (None where it doesn't); it is None once the
-    node has been used and freed.
-    """
-
-    # ``hooks`` ({output index: Hooks}) is unset until a tensor hook is registered on an
-    # output: nodes are made without __init__ on the hot paths (see namespace.py).
-    __slots__ = ("op", "args", "kwargs", "ans", "edges", "versions", "seq", "where",
-                 "hooks", "__weakref__")  # fmt: skip
-    outs = None  # multi-output nodes (MultiNode): ((shape, dtype), ...) of the outputs
-
-    def __init__(self, op, args, kwargs, ans, edges, versions):
-        self.seq = next_seq()
-        self.op = op
-        self.args = args
-        self.kwargs = kwargs
-        self.ans = ans
-        self.edges = edges
-        self.versions = versions
-
-    def __repr__(self):
-        return f"<Node {self.op.name}>"
-
-
-class MultiNode(Node):
-    __slots__ = ("outs",)
-
-    def __init__(self, op, args, kwargs, ans, edges, versions, outs):
-        super().__init__(op, args, kwargs, ans, edges, versions)
-        self.outs = outs
-
-
-class Meta:
-    """Stands for an argument whose values a rule does not read: shape, dtype, device."""
-
-    __slots__ = ("shape", "dtype", "device")
-
-    def __init__(self, shape, dtype, device):
-        self.shape, self.dtype, self.device = shape, dtype, device
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-
-class Outer:
-    """A weight's gradient ``a^T @ b``, handed to the backward pass as its factors
-    ``a`` (rows, m) and ``b`` (rows, n); with ``b`` None, a bias's: the column sums of
-    ``a`` (``a^T 1``).
-
-    Rules of recurrent cells return them for their weights and biases, which a loop
-    reuses at every step: the factors a leaf receives are stacked, and the sum of all
-    the products is one matmul (one sum for a bias) at the end of the backward pass,
-    instead of a small matmul (a sum) and an addition per step. Flowing anywhere but
-    into a leaf, it is formed at once.
-    """
-
-    __slots__ = ("a", "b")
-
-    def __init__(self, a, b=None):
-        self.a, self.b = a, b
-
-    @property
-    def shape(self):
-        if self.b is None:
-            return (self.a.shape[-1],)
-        return (self.a.shape[-1], self.b.shape[-1])
-
-    @property
-    def dtype(self):
-        return self.a.dtype
-
-    def value(self, xp):
-        if self.b is None:
-            return xp.sum(self.a, axis=0)
-        return xp.matrix_transpose(self.a) @ self.b
-
-    @staticmethod
-    def total(xp, outers, stacked):
-        """The sum of the products, as one matmul over the stacked factors (one sum for
-        a bias). ``stacked`` (a dict) keeps the last stack of ``a`` factors by the ids of
-        its parts: a weight and its bias share them, and are formed one after the other."""
-        if len(outers) == 1:
-            return outers[0].value(xp)
-        key = tuple(id(o.a) for o in outers)
-        a = stacked.get(key)
-        if a is None:
-            a = xp.concat([o.a for o in outers], axis=0)
-            stacked.clear()  # one stack alive at a time
-            stacked[key] = a
-        if outers[0].b is None:
-            return xp.sum(a, axis=0)
-        return xp.matrix_transpose(a) @ xp.concat([o.b for o in outers], axis=0)
-
-
-class Zeros:
-    """A cotangent ``g`` with the mask of its structural zeros: the positions where it
-    is zero whatever the forward values (the branch ``where`` does not take, the region
-    ``x[key] = v`` overwrote). With ``flip``, the zeros are where ``mask`` is False
-    (``where``'s condition as it is, for its second branch: no negation computed).
-
-    ``g`` has the positions of the node's output (before broadcasting is undone). The
-    rules of ``where`` and ``__setitem__`` hand them to the backward pass, which
-    keeps those positions exactly zero through the element-wise rules upstream, while
-    the positions still match one to one: there ``g * f'(x)`` would be ``0 * inf = NaN``
-    where the untaken branch computed ``sqrt(-1)`` or ``0 / 0``, and the true gradient
-    is 0. The mask is dropped at the first op that is not element-wise, and where the
-    gradients of both branches of one ``where`` meet again (no zeros in common).
-    """
-
-    __slots__ = ("g", "mask", "flip")
-
-    def __init__(self, g, mask, flip=False):
-        self.g, self.mask, self.flip = g, mask, flip
-
-
-def _zeroed(xp, mask, g):
-    """``g`` with the structural zeros ``mask = (array, flip)`` set to exactly 0."""
-    m, flip = mask
-    return xp.where(m, g, 0.0) if flip else xp.where(m, 0.0, g)
-
-
-def _common(a, b):
-    """The structural zeros two gradients have in common (None: none known)."""
-    if a is None or b is None:
-        return None
-    (ma, fa), (mb, fb) = a, b
-    if ma is mb:
-        return a if fa == fb else None  # the two branches of one where: disjoint
-    return ((~ma if fa else ma) & (~mb if fb else mb), False)
-
-
-# -- version counters: in-place writes -------------------------------------------------
-# A tensor's counter is made on first use and shared by its views: ``[n]`` when a node
-# made it to save the tensor, ``[n, saved, views]`` when a view or ``detach`` made it
-# (``saved``: whether a node has saved the buffer since; ``views``: weak references to
-# the views, ``detach()`` aliases and ``copy.copy`` handles, so a write that gives the
-# buffer a new value gives it to them too).
-_MODIFIED = [1]  # a version counter that never matches: marks a saved output as overwritten
-
-
-def saved_counter(t):
-    """``t``'s version counter, for a node that saves ``t``'s buffer."""
-    c = t._version
-    if c is None:
-        c = t._version = [0]
-    elif len(c) > 1:
-        c[1] = True
-    return c
-
-
-def version_counter(t):
-    """``t``'s version counter, for a tensor that shares ``t``'s buffer."""
-    c = t._version
-    if c is None:
-        c = t._version = [0, False, []]
-    elif len(c) == 1:
-        c += [True, []]
-    return c
-
-
-def is_saved(t):
-    """Whether a node may still need the values in ``t``'s buffer."""
-    c = t._version
-    return c is not None and (len(c) == 1 or c[1])
-
-
-class Alias:
-    """How a ``detach()`` alias is taken again after its base moved onto a new buffer:
-    the base's value, cut from the graph (writes through it go into the shared buffer)."""
-
-    def __call__(self, xp, a):
-        return a.detach()
-
-
-class Same:
-    """How a ``copy.copy`` handle is taken again: the base itself (a view of all of it)."""
-
-    def __call__(self, xp, a):
-        return a
-
-
-ALIAS, SAME = Alias(), Same()
-
-
-def share_version(src, view, how=None):
-    """``view`` may alias ``src``: one version counter, so writes through either are
-    seen by nodes that saved the other. ``how(xp, a)`` takes the view of ``a`` (see
-    inplace.py): a write that moves the family onto a new buffer takes the view again."""
-    c = version_counter(src)
-    view._version = c
-    view._base = (src, how)
-    if how is not None:
-        views = c[2]
-        views.append(weakref.ref(view))
-        n = len(views)
-        if n >= 64 and not n & (n - 1):  # dead references pruned: amortized O(1)
-            views[:] = [r for r in views if r() is not None]
-
-
-def bump(t):
-    """Record a write into ``t``'s buffer: nodes that saved it (as an input, by version
-    counter; as their output, found through ``t`` and the tensors it is a view of)
-    will refuse to run."""
-    c = t._version
-    if c is not None:
-        c[0] += 1
-    while t is not None:
-        node = t._node
-        if node is not None and node.ans is not None:
-            node.versions = node.versions + ((_MODIFIED, 0),)
-        t = t._base[0] if t._base is not None else None
-
-
-# -- hooks -------------------------------------------------------------------------------
-class RemovableHandle:
-    """What ``register_hook`` and the module hooks return: ``remove()`` unregisters the
-    hook (again: nothing); a context manager that removes it on exit, as torch's."""
-
-    __slots__ = ("id", "_table")
-    _ids = count().__next__
-
-    def __init__(self, table, fn):
-        self.id = RemovableHandle._ids()
-        table[self.id] = fn
-        self._table = weakref.ref(table)  # the handle does not keep the hooks alive
-
-    def remove(self):
-        table = self._table()
-        if table is not None:
-            table.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-    def __repr__(self):
-        return f"<RemovableHandle {self.id}>"
-
-
-class Hooks:
-    """The hooks of one tensor: ``fns`` ({handle id: fn}, in registration order) and, for
-    a computed tensor after ``retain_grad()``, ``retain``: a weak reference to it."""
-
-    __slots__ = ("fns", "retain")
-
-    def __init__(self):
-        from collections import OrderedDict  # weak-referenceable, unlike dict
-
-        self.fns = OrderedDict()
-        self.retain = None
-
-
-# Nodes with tensor hooks: while there is none, a pass tests one local per node.
-hooked_nodes = weakref.WeakSet()
-
-
-def _hooks_of(t, make):
-    """The Hooks of tensor ``t`` (on the leaf itself, or on its node by output index);
-    made if ``make``, else None when it has none."""
-    node = t._node
-    if node is None:
-        h = getattr(t, "_hooks", None)
-        if h is None and make:
-            h = t._hooks = Hooks()
-        return h
-    table = getattr(node, "hooks", None)
-    if table is None:
-        if not make:
-            return None
-        table = node.hooks = {}
-        with _lock:
-            hooked_nodes.add(node)
-    h = table.get(t._index)
-    if h is None and make:
-        h = table[t._index] = Hooks()
-    return h
-
-
-def register_hook(t, fn):
-    """``t.register_hook(fn)``; see Tensor.register_hook."""
-    checks.function("register_hook", "hook", fn)
-    if not t._rg:
-        raise RuntimeError(
-            "register_hook: the tensor does not require grad, so no gradient will reach "
-            "the hook (make it a leaf with requires_grad=True, or compute it from one)"
-        )
-    return RemovableHandle(_hooks_of(t, True).fns, fn)
-
-
-def retain_grad(t):
-    """``t.retain_grad()``; see Tensor.retain_grad."""
-    if not t._rg:
-        raise RuntimeError(
-            "retain_grad: the tensor does not require grad, so it gets no gradient to keep"
-        )
-    if t._node is not None:  # a leaf keeps its gradient anyway
-        _hooks_of(t, True).retain = weakref.ref(t)
-
-
-def retains_grad(t):
-    """Whether ``retain_grad()`` was called on the computed tensor ``t``."""
-    if t._node is None:
-        return False
-    h = _hooks_of(t, False)
-    return h is not None and h.retain is not None and h.retain() is t
-
-
-def _replacement(rec, r, like, fn):
-    """The gradient a hook returned, checked against the one it got (``like``)."""
-    name = getattr(fn, "__qualname__", None) or type(fn).__name__
-    if not isinstance(r, rec.cls) and not rec.backend.is_array(r):
-        raise TypeError(
-            f"register_hook: hook '{name}' returned {type(r).__name__}; a hook returns None "
-            "or a replacement gradient: a Tensor of the same namespace"
-        )
-    if r.shape != like.shape:
-        raise ValueError(
-            f"register_hook: hook '{name}' changed the gradient's shape from {like.shape} "
-            f"to {r.shape}"
-        )
-    if r.dtype != like.dtype:
-        raise TypeError(
-            f"register_hook: hook '{name}' changed the gradient's dtype from {like.dtype} "
-            f"to {r.dtype}"
-        )
-    return r
+from .. import checks
+from .anomaly import anomaly, check_backward, in_rule
+from .errors import add_context
+from .grad_mode import enable_grad, no_grad
+from .hooks import hooked_nodes, replacement
+from .node import Freed, Meta, Outer, Zeros, attach, check_node
+
+__all__ = ["backward", "gradients", "Pass", "cotangent", "to_internal"]
 
 
 # -- the backward pass -------------------------------------------------------------------
@@ -663,7 +132,7 @@ class Pass:
                 heappush(heap, (-node.seq, node))
             self._buffer(buffers, node, index, g)
         captured = {}
-        freed = _Freed()  # what a node freed by this pass points to (see _check_node)
+        freed = Freed()  # what a node freed by this pass points to (see check_node)
         # node -> mask of the structural zeros of its pending gradient (see Zeros): only
         # while every gradient that reached it so far had one.
         masks = {}
@@ -699,11 +168,11 @@ class Pass:
             edges = node.edges
             full = short.pop(node, None) if short else None  # g stands for g broadcast to it
             if node.versions or node.args is None:
-                _check_node(node)
+                check_node(node)
             mask = masks.pop(node, None) if masks else None
             if watch and not raw:  # the rule's recorded ops: placed at this node's call
                 where = getattr(node, "where", None) or "a place recorded before"
-                _in_rule.where = f"{where} (inside the VJP rule of '{op.name}')"
+                in_rule.where = f"{where} (inside the VJP rule of '{op.name}')"
             if mask is not None:
                 # a rule that reads no array (g, -g, g * 0.9) keeps zeros zero; one that
                 # isn't element-wise keeps the mask only where it hands back Zeros
@@ -750,11 +219,11 @@ class Pass:
                             for i, e in enumerate(edges)
                         ]
                 if watch:
-                    _in_rule.where = None
+                    in_rule.where = None
             except Exception as exc:
                 if watch:
-                    _in_rule.where = None
-                _add_context(exc, f"in the VJP rule of '{op.name}'")
+                    in_rule.where = None
+                add_context(exc, f"in the VJP rule of '{op.name}'")
                 freed.failure = op.name
                 raise
             if watch:
@@ -866,7 +335,7 @@ class Pass:
                 for fn in fns:
                     r = fn(t)
                     if r is not None:
-                        r = _replacement(rec, r, v, fn)
+                        r = replacement(rec, r, v, fn)
                         t = r if isinstance(r, rec.cls) else rec.wrap(r)
             if t is not v:
                 if not create:
@@ -1041,22 +510,6 @@ def _unknown(have, shape):
                if h == 1)  # fmt: skip
 
 
-def edge(t):
-    """The edge a new node keeps to tensor ``t``: None when ``t`` needs no gradient."""
-    if not t._rg:
-        return None
-    n, d = t._node, t.data
-    return (n, t._index if n is not None else t, d.shape, d.dtype)
-
-
-def attach(t, node, index=0):
-    """Make ``t`` output ``index`` of ``node`` (so it requires grad); returns ``t``."""
-    t._node = node
-    t._index = index
-    t._rg = True
-    return t
-
-
 def gradients(t, g, targets, create_graph=False, retain_graph=False):
     """The gradients reaching the nodes ``targets`` from ``t`` with cotangent ``g`` (a raw
     array, or a Tensor of a recorded pass), each None where none arrives; no leaf's
@@ -1076,6 +529,22 @@ def gradients(t, g, targets, create_graph=False, retain_graph=False):
             lifted.append(to_internal(rec, gu, run.xp))
     grads = run.run(roots, lifted, retain_graph=retain_graph, targets=targets)
     return [None if r is None else to_internal(rec, r, run.xp) for r in grads]
+
+
+def _zeroed(xp, mask, g):
+    """``g`` with the structural zeros ``mask = (array, flip)`` set to exactly 0."""
+    m, flip = mask
+    return xp.where(m, g, 0.0) if flip else xp.where(m, 0.0, g)
+
+
+def _common(a, b):
+    """The structural zeros two gradients have in common (None: none known)."""
+    if a is None or b is None:
+        return None
+    (ma, fa), (mb, fb) = a, b
+    if ma is mb:
+        return a if fa == fb else None  # the two branches of one where: disjoint
+    return ((~ma if fa else ma) & (~mb if fb else mb), False)
 
 
 def _masked(xp, g, mask, clean, shape, op):
@@ -1152,71 +621,3 @@ def _reaching(nodes, targets):
                 good.add(child)
                 stack.append(child)
     return good
-
-
-class _Freed:
-    """The pass that freed a node's saved values, and the op whose rule failed in it."""
-
-    __slots__ = ("failure",)
-
-    def __init__(self):
-        self.failure = None
-
-
-class Recompute:
-    """Stands in a node's ``kwargs`` in place of its saved values, which were dropped to be
-    recomputed (``autodiff.checkpoint``): ``fill()`` puts them back into this node and the
-    others of its function's call, or raises, when the backward pass reaches it."""
-
-    __slots__ = ()
-
-    def fill(self):
-        raise NotImplementedError
-
-
-def _check_node(node):
-    if node.args is None:
-        if isinstance(node.kwargs, Recompute):
-            node.kwargs.fill()
-            return _check_node(node)  # checked as any node, its versions the new ones
-        failure = getattr(node.kwargs, "failure", None)
-        if failure is not None:
-            # Keeping every saved value until a pass succeeds would raise the backward's
-            # peak memory 1.1-1.8x (measured on MLPs and a CNN), so a pass frees as it
-            # goes, as torch's does, and says so when it failed.
-            raise RuntimeError(
-                f"backward: the saved values of '{node.op.name}' were freed by an earlier "
-                f"backward that failed later, in the VJP rule of '{failure}'; run the "
-                "forward again, or pass retain_graph=True to keep the graph through a "
-                "failing backward"
-            )
-        raise RuntimeError(
-            f"backward: trying to backward through the graph a second time (op "
-            f"'{node.op.name}'): its saved values were freed after the first backward; "
-            "pass retain_graph=True to the first backward to keep them"
-        )
-    for counter, version in node.versions:
-        if counter[0] != version:
-            raise RuntimeError(
-                f"backward: a tensor saved by '{node.op.name}' was modified in place "
-                f"after it was saved (version {counter[0]}, expected {version}); "
-                "compute the in-place change on a copy, or do it after backward"
-            )
-
-
-def _add_context(exc, text):
-    if exc.args and isinstance(exc.args[0], str) and text not in exc.args[0]:
-        exc.args = (f"{exc.args[0]} ({text})",) + exc.args[1:]
-
-
-def add_op_name(exc, name):
-    """Prefix the backend's error message with the op's name (same error type)."""
-    msg = exc.args[0] if exc.args else None
-    if isinstance(msg, str):
-        if not msg.startswith(f"{name}:"):
-            exc.args = (f"{name}: {msg}",) + exc.args[1:]
-    elif hasattr(exc, "_msg"):  # numpy's AxisError formats its message from attributes
-        if not str(exc).startswith(f"{name}:"):
-            exc._msg = name if exc._msg is None else f"{name}: {exc._msg}"
-    elif not exc.args:
-        exc.args = (f"{name}: failed",)

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import functools
 
-from . import batching, graph
-from .graph import Alias, Same, mode
+from . import batching, versions
+from .errors import add_op_name
+from .grad_mode import mode
 from .registry import get
 from .tensor import INPLACE_OPERATORS, Tensor
+from .versions import Alias, Same
 
 __all__ = ["setitem", "inplace", "Index", "Call"]
 
@@ -85,7 +87,7 @@ def _copies(t, value):
     chain, end = _chain(t)
     if end == "alias":
         return False
-    return graph.is_saved(t) or any(b._rg for b in chain)
+    return versions.is_saved(t) or any(b._rg for b in chain)
 
 
 def _check_writable(t, what):
@@ -104,7 +106,7 @@ def _assign(rec, t, rkey, value, v):
     try:
         new[rkey] = v
     except Exception as exc:
-        graph.add_op_name(exc, "__setitem__")
+        add_op_name(exc, "__setitem__")
         raise
     if t._rg or (isinstance(value, Tensor) and value._rg):
         return rec.record(get("__setitem__"), new, (t, value), (t.data, v), {"key": rkey})
@@ -171,12 +173,12 @@ def _write(t, new, what):
     views = [v for v in (r() for r in old[2]) if v is not None and _descends(v, t)]
     if not views:
         return
-    graph.version_counter(t)
+    versions.version_counter(t)
     for v in views:
         base, how = v._base
         res = how(rec.xp, base)
         _rebind(v, res)
-        graph.share_version(base, v, how)
+        versions.share_version(base, v, how)
 
 
 def _descends(v, root):
@@ -220,14 +222,14 @@ def setitem(t, key, value):
         t.data[rkey] = v
     except ValueError as exc:  # a read-only view (numpy's diagonal, broadcast_to)
         if not _is_view(t):
-            graph.add_op_name(exc, "__setitem__")
+            add_op_name(exc, "__setitem__")
             raise
         _write(t, _assign(rec, t, rkey, value, v), "__setitem__")
         return
     except Exception as exc:
-        graph.add_op_name(exc, "__setitem__")
+        add_op_name(exc, "__setitem__")
         raise
-    graph.bump(t)
+    versions.bump(t)
 
 
 def inplace(t, name, other):
@@ -248,15 +250,15 @@ def inplace(t, name, other):
         out = getattr(t.data, _DUNDER[name])(o)
     except ValueError as exc:  # a read-only view: written as when recorded
         if not _is_view(t):
-            graph.add_op_name(exc, what)
+            add_op_name(exc, what)
             raise
         _write(t, _fit(rec, t, getattr(rec.xp, name)(t, other), what), what)
         return t
     except Exception as exc:
-        graph.add_op_name(exc, what)
+        add_op_name(exc, what)
         raise
     if out is NotImplemented:
         raise TypeError(f"{what}: unsupported operand {type(other).__name__}")
     t.data = out
-    graph.bump(t)
+    versions.bump(t)
     return t

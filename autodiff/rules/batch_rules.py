@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import math
 
-from .backends import device_of
-from .batching import (
+from ..backends import device_of
+from ..engine.batching import (
     RULES,
     STYLE_RULES,
     _derived,

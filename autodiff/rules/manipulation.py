@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..backends import device_of
-from ..registry import defop
+from ..engine.registry import defop
 from ._util import inverse_permutation, nondiff
 
 

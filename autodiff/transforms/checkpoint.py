@@ -5,8 +5,8 @@ A call of the checkpointed function records ``f`` as usual, so the graph's
 structure (its nodes and their edges to ``f``'s arguments and to the tensors it
 closes over, such as a module's parameters) is there; then the values its nodes
 saved are dropped, and each of those nodes holds the call's :class:`_Segment`
-(a ``graph.Recompute``) instead. The first time a backward pass reaches one of
-them (the pass's existing slow branch, ``graph._check_node``), ``f`` runs again
+(a ``node.Recompute``) instead. The first time a backward pass reaches one of
+them (the pass's existing slow branch, ``node.check_node``), ``f`` runs again
 on the saved arguments, its new nodes are matched one to one with the recorded
 ones (in creation order, their ops, shapes, edges and constants checked), and
 their saved values move into the recorded nodes, which the pass then runs and
@@ -31,11 +31,13 @@ import random
 import threading
 import weakref
 
-from . import pytree
-from .graph import Recompute, attach, enable_grad, mode, next_seq, saved_counter
-from .nn import init, normalization
-from .nn.module import Module
-from .tensor import Tensor
+from .. import pytree
+from ..engine.grad_mode import enable_grad, mode
+from ..engine.node import Recompute, attach, next_seq
+from ..engine.tensor import Tensor
+from ..engine.versions import saved_counter
+from ..nn import init, normalization
+from ..nn.module import Module
 
 __all__ = ["checkpoint"]
 

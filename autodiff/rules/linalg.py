@@ -24,7 +24,7 @@ invert A, so a second-order backward at an exactly singular A fails as ``inv`` d
 from __future__ import annotations
 
 from ..backends import device_of
-from ..registry import defop
+from ..engine.registry import defop
 from ._util import axes_of, conj, expand, is_complex, keep_shape, nondiff, reduction_jvp
 
 CH = "linalg"

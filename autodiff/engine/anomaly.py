@@ -1,0 +1,116 @@
+"""``detect_anomaly``: the forward and backward checks that name the op, the direction and
+the user's line where a NaN or an infinity is first made.
+
+The hot paths pay one list test per recorded op while it is off (``anomaly[0]``).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+from .node import Outer, Zeros
+
+__all__ = ["detect_anomaly", "anomaly", "check_forward", "check_backward", "in_rule"]
+
+_lock = threading.Lock()
+
+
+class detect_anomaly:
+    """Context manager (and decorator): the first recorded op whose forward makes NaN or
+    inf from finite inputs, or whose VJP rule makes a non-finite gradient, raises a
+    RuntimeError naming the op, the direction, the output or input, and the line of the
+    user's code that called the op. Process-wide (as ``torch.autograd.detect_anomaly``);
+    it reads every recorded value back to the host (a device sync), so it is for
+    debugging: the hot paths pay one list test per recorded op while it is off.
+
+    Legitimate infinities (``log(0)`` in a mask, ``-inf`` attention masks) raise too."""
+
+    def __enter__(self):
+        with _lock:
+            anomaly[0] += 1
+
+    def __exit__(self, *exc):
+        with _lock:
+            anomaly[0] -= 1
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with detect_anomaly():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+anomaly = [0]  # > 0 while detect_anomaly is on
+
+
+def _caller():
+    """``file:line: code`` of the innermost frame outside this package (the user's)."""
+    import linecache
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(here):
+        f = f.f_back
+    if f is None:
+        return "an unknown place"
+    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f"{f.f_code.co_filename}:{f.f_lineno}" + (f": {line}" if line else "")
+
+
+def _finite(B, a):
+    return bool(B.all(B.isfinite(a)))
+
+
+def _what(B, a):
+    return "nan" if bool(B.any(B.isnan(a))) else "inf"
+
+
+class _InRule(threading.local):
+    where = None  # inside a rule recorded under create_graph: the node's own place
+
+
+in_rule = _InRule()
+
+
+def check_forward(B, node, outs, inputs):
+    """detect_anomaly's forward check of a new ``node``: remembers where it was called;
+    raises if an output is not finite while its floating inputs are. Inside a recorded
+    rule (create_graph) it only remembers: the rule's results are checked as a whole,
+    as a backward, by ``check_backward``."""
+    if in_rule.where is not None:
+        node.where = in_rule.where
+        return
+    node.where = where = _caller()
+    for k, o in enumerate(outs):
+        if not B.is_array(o) or not B.isdtype(o.dtype, ("real floating", "complex floating")):
+            continue
+        if _finite(B, o):
+            continue
+        bad = [i for i, a in enumerate(inputs) if B.is_array(a) and not _finite(B, a)]
+        cause = (f"input {bad[0]} was not finite already (not made by a recorded op)"
+                 if bad else "from finite inputs")  # fmt: skip
+        raise RuntimeError(
+            f"detect_anomaly: the forward of '{node.op.name}' made {_what(B, o)} in output "
+            f"{k}, {cause}; the op was called at {where}"
+        )
+
+
+def check_backward(B, node, grads, raw):
+    """detect_anomaly's check of a rule's results: every gradient it made is finite."""
+    for i, gi in enumerate(grads):
+        if gi is None:
+            continue
+        parts = (gi.a, gi.b) if isinstance(gi, Outer) else (gi.g if isinstance(gi, Zeros) else gi,)
+        for part in parts:
+            d = part if raw else getattr(part, "data", part)
+            if B.is_array(d) and not _finite(B, d):
+                where = getattr(node, "where", None) or "a place recorded before detect_anomaly"
+                raise RuntimeError(
+                    f"detect_anomaly: the backward of '{node.op.name}' made {_what(B, d)} in "
+                    f"the gradient of its input {i}; the op was called at {where}"
+                )

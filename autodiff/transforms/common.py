@@ -1,0 +1,212 @@
+"""What the transforms share: the namespace of a call, ``argnums``, constants lifted into
+the namespace, the identity variables a transform differentiates at, the bilinear
+pairing of the rules, and handing results back in the caller's kind.
+
+Every transform records ``f`` on *variables*: a fresh identity node per differentiated
+input (:func:`variable`), whose gradient (or tangent) is read where it arrives. A
+variable has an edge to its input when that input itself requires grad, so the
+transforms nest (``grad(grad(f))``, ``hessian``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .. import pytree
+from ..checks import integers
+from ..engine.batching import Batched
+from ..engine.namespace import recorder_of
+from ..engine.node import Node, attach, edge
+from ..engine.registry import Op
+from ..engine.tensor import Tensor
+
+__all__ = ["SCALARS", "IDENTITY", "variable", "leaf_variable", "barriers", "namespace_of",
+           "argnums_of", "lift_constants", "pair", "data", "plain", "requires_grad",
+           "in_kind", "unwrap", "outputs", "on_trees"]  # fmt: skip
+
+SCALARS = (bool, int, float, complex)
+
+# The op of every variable: an identity (its VJP and JVP pass the gradient or tangent on).
+IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=(),
+              jvp=lambda xp, ts, ans, x: ts[0])  # fmt: skip
+
+
+def variable(x, what, rec=None):
+    """(a Tensor standing for ``x``, its identity node): the gradient or tangent is read or
+    seeded at the node, and ``f`` records from the Tensor. ``x`` is an array, a Tensor or a
+    Python number (a 0-d array of the namespace ``rec``); the node has an edge to ``x`` if
+    ``x`` requires grad."""
+    if rec is None:
+        rec = recorder_of(x)
+    if isinstance(x, (int, float, complex)) and not isinstance(x, bool):
+        x = rec.backend.asarray(x)
+    if not isinstance(x, Tensor):
+        if not rec.backend.is_array(x):
+            raise TypeError(
+                f"{what}: expected arrays, Tensors or Python numbers (in dicts, lists, "
+                f"tuples), got {type(x).__name__}"
+            )
+        x = rec.wrap(x)
+    rec.backend.check_differentiable(x.dtype, what)
+    node = Node(IDENTITY, (None,), {}, None, (edge(x),), ())
+    return attach(rec.wrap(x.data), node), node
+
+
+def leaf_variable(rec, data):
+    """A variable of nothing (no edge) holding ``data``: a cotangent or tangent that the
+    forward-mode fallback and the custom rules differentiate with respect to."""
+    node = Node(IDENTITY, (None,), {}, None, (None,), ())
+    return attach(rec.wrap(data), node), node
+
+
+def barriers(rec, v, nodes):
+    """``v`` (a tree of Tensors) with each Tensor that requires grad replaced by an identity
+    of it, whose node goes into ``nodes``: a backward pass told to stop there (targets)
+    never walks the graph beyond, but gradients of what is computed from them still flow
+    on through the identity."""
+    if isinstance(v, Tensor):
+        if not v._rg:
+            return v
+        node = Node(IDENTITY, (None,), {}, None, (edge(v),), ())
+        nodes.append(node)
+        return attach(rec.wrap(v.data), node)
+    if isinstance(v, (tuple, list)):
+        items = [barriers(rec, a, nodes) for a in v]
+        return type(v)(*items) if hasattr(v, "_fields") else type(v)(items)
+    if isinstance(v, dict):
+        return {k: barriers(rec, a, nodes) for k, a in v.items()}
+    return v
+
+
+def namespace_of(trees, what):
+    """The Recorder of the first Tensor (or batched value) among the leaves of ``trees``,
+    else of the first raw array's namespace; NumPy's when there are only Python numbers
+    (``grad(f)(3.0)``)."""
+    leaves = [plain(a) for a in pytree.leaves(list(trees))]
+    for a in leaves:
+        if isinstance(a, Tensor):
+            return a._rec
+    arrays = [a for a in leaves if a is not None and not isinstance(a, SCALARS)]
+    try:
+        if arrays:
+            return recorder_of(*arrays)
+    except TypeError as exc:
+        raise TypeError(f"{what}: {exc}") from None
+    import numpy  # Python numbers only: NumPy's 0-d arrays
+
+    return recorder_of(numpy.asarray(0.0))
+
+
+def argnums_of(args, argnums, what):
+    """``argnums`` as a tuple of indices into ``args`` (checked)."""
+    n = len(args)
+    nums = integers(what, "argnums", argnums)
+    if not nums:
+        raise ValueError(f"{what}: argnums is empty: nothing to differentiate")
+    for i in nums:
+        if not -n <= i < n:
+            raise ValueError(f"{what}: argnums {argnums} out of range for {n} arguments")
+    return tuple(i % n for i in nums)
+
+
+def lift_constants(tree, rec):
+    """The raw arrays of the arguments not differentiated, wrapped as constants of the
+    same namespace, so that ``array_namespace(*args)`` inside ``f`` sees one namespace."""
+
+    def lift(a):
+        if isinstance(a, (Tensor, *SCALARS)) or a is None:
+            return a
+        return rec.wrap(a) if rec.backend.is_array(a) else a
+
+    return pytree.tree_map(lift, tree)
+
+
+def pair(xp, rec, a, b):
+    """Re sum(a b): the bilinear pairing under which VJP rules are transposes (see
+    registry.py), for the double-VJP tricks of forward mode and custom_jvp."""
+    p = a * b
+    if rec.is_complex(p.dtype):
+        p = xp.real(p)
+    return xp.sum(p)
+
+
+def data(a):
+    """The raw array of a Tensor; anything else as it is (a NumPy array's ``.data`` is its
+    buffer, not an array)."""
+    return a.data if isinstance(a, Tensor) else a
+
+
+def plain(a):
+    """A batched value's Tensor of all its examples; anything else as it is."""
+    return a.value if isinstance(a, Batched) else a
+
+
+def requires_grad(a):
+    return isinstance(a, Tensor) and a.requires_grad
+
+
+def unwrap(v):
+    """A Tensor that needs no gradient as its raw array (a result handed back to a caller
+    who gave raw arrays); one that requires grad stays a Tensor: a raw array would cut
+    its graph silently."""
+    return v.data if isinstance(v, Tensor) and not v.requires_grad else v
+
+
+def in_kind(trees, result):
+    """``result`` as the caller of a transform with arguments ``trees`` expects it: raw
+    arrays if no Tensor (nor batched value) was among their leaves (same kind in, same
+    kind out)."""
+    if any(isinstance(leaf, (Tensor, Batched)) for leaf in pytree.leaves(list(trees))):
+        return result
+    return pytree.tree_map(unwrap, result)
+
+
+def outputs(out, what):
+    """(the output Tensors, whether ``out`` is a tuple/list of them)."""
+    if isinstance(out, Tensor):
+        return [out], False
+    if isinstance(out, (tuple, list)) and out and all(isinstance(o, Tensor) for o in out):
+        return list(out), True
+    raise TypeError(
+        f"{what}: the function must return a Tensor or a tuple of Tensors, got {type(out).__name__}"
+    )
+
+
+def on_trees(core, f, argnums, what):
+    """``core`` (a Jacobian transform of arrays to one array or a tuple of them) on trees:
+    the arguments' leaves are differentiated one by one, the output's leaves one by one.
+    The result is a tree of the output's structure whose leaves are trees of the
+    argument's (JAX's rule)."""
+    direct = core(f, argnums)
+
+    @functools.wraps(f)
+    def wrapper(*args):
+        nums = argnums_of(args, argnums, what)
+        if all(pytree.flatten(args[i])[1] == pytree.LEAF for i in nums):
+            return direct(*args)
+        flats = [pytree.flatten(args[i]) for i in nums]
+        leaves = [leaf for ls, _ in flats for leaf in ls]
+        structure = []
+
+        def leaf_call(*ls):
+            full, k = list(args), 0
+            for i, (ls0, td) in zip(nums, flats):
+                full[i] = pytree.unflatten(td, ls[k : k + len(ls0)])
+                k += len(ls0)
+            outs, td = pytree.flatten(f(*full))
+            structure[:] = [td, len(outs)]
+            return outs
+
+        leaf_call(*leaves)  # the output's structure (recorded, then dropped)
+        out_td, n_out = structure
+        per_output = []
+        for o in range(n_out):
+            jac = core(lambda *ls, o=o: leaf_call(*ls)[o], tuple(range(len(leaves))))(*leaves)
+            trees, k = [], 0
+            for ls, td in flats:
+                trees.append(pytree.unflatten(td, list(jac[k : k + len(ls)])))
+                k += len(ls)
+            per_output.append(trees[0] if isinstance(argnums, int) else tuple(trees))
+        return pytree.unflatten(out_td, per_output)
+
+    return wrapper

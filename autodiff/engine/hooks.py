@@ -14,9 +14,10 @@ from collections import OrderedDict
 from itertools import count
 
 from .. import checks
+from .grad_mode import enable_grad, no_grad
 
 __all__ = ["RemovableHandle", "Hooks", "register_hook", "retain_grad", "retains_grad",
-           "hooked_nodes", "replacement"]  # fmt: skip
+           "hooked_nodes", "node_hooks", "run_hooks"]  # fmt: skip
 
 _lock = threading.Lock()
 
@@ -133,3 +134,52 @@ def replacement(rec, r, like, fn):
             f"to {r.dtype}"
         )
     return r
+
+
+# -- running them, inside a backward pass --------------------------------------------------
+def node_hooks(run, node, g):
+    """``g``, the complete gradient of ``node`` in the pass ``run`` (one slot per output of
+    a MultiNode), after the hooks of its outputs (the same object if none replaced it)."""
+    table = node.hooks
+    if node.outs is None:
+        h = table.get(0)
+        return g if h is None else run_hooks(run, h, g, True)
+    slots = list(g)
+    for index, h in table.items():
+        if slots[index] is not None:
+            slots[index] = run_hooks(run, h, slots[index], True)
+    return slots if any(a is not b for a, b in zip(slots, g)) else g
+
+
+def run_hooks(run, hooks, g, internal):
+    """``g`` after a tensor's ``hooks``, each given a Tensor of the namespace in PyTorch's
+    convention (``internal``: ``g`` is in the rules', the conjugate, for complex values)
+    and free to return a replacement; a retained gradient goes to the pass's commit()
+    with the leaves'."""
+    rec, xp, create = run.rec, run.xp, run.create
+    fns = list(hooks.fns.values())
+    if fns:
+        conj = internal and rec.is_complex(g.dtype)
+        v = xp.conj(g) if conj else g
+        if not create:
+            # a hook may keep what it got: a leaf reached by this array gets a copy
+            run.mine.pop(id(g), None)
+            run.handed[id(g)] = g
+            v = rec.wrap(v)
+        t = v
+        with enable_grad() if create else no_grad():  # as torch: recorded if create
+            for fn in fns:
+                r = fn(t)
+                if r is not None:
+                    r = replacement(rec, r, v, fn)
+                    t = r if isinstance(r, rec.cls) else rec.wrap(r)
+        if t is not v:
+            if not create:
+                t = t.data
+                run.handed[id(t)] = t
+            g = xp.conj(t) if conj else t
+    if hooks.retain is not None:
+        target = hooks.retain()
+        if target is not None:
+            run.accumulate_leaf(target, g)  # as a leaf's: handed over by commit()
+    return g

@@ -16,13 +16,66 @@ next_seq = count().__next__  # creation order of nodes: a topological order
 
 
 class Node:
-    """One recorded call of an op.
+    """One recorded call of an op: the engine's real interface.
 
-    ``edges[i]`` is None for an argument that gets no gradient, else
-    ``(parent_node, index, shape, dtype)`` for output ``index`` of another node,
-    or ``(None, leaf_tensor, shape, dtype)`` for a leaf. ``args`` holds the
-    argument values the rule reads (None where it doesn't); it is None once the
-    node has been used and freed.
+    The node protocol. Every slot, what it may hold, who writes it (W) and who reads it
+    (R). "The recorder" is ``Recorder.record``/``_inputs`` and the ``_unary``/``_binary``
+    wrappers of namespace.py; "the transforms" make identity nodes (``transforms/common``:
+    ``variable``, ``leaf_variable``, ``barriers``); "passes" are the backward pass
+    (``backward.Pass``), the tangent pass (``transforms/forward.Forward``) and the
+    reference walker of the tests.
+
+    ============  ==========================================================================
+    slot          holds
+    ============  ==========================================================================
+    ``op``        the registry's ``Op``, or an op made per call (custom_vjp/jvp, chapter
+                  "custom"; the transforms' ``IDENTITY``). W: at creation. R: passes (its
+                  rules, metadata and name), anomaly mode, checkpoint, viz.
+    ``seq``       int, creation order (``next_seq``): every node has a larger ``seq`` than
+                  the nodes it reads. W: at creation. R: passes (order), checkpoint
+                  (its call's nodes are those after a mark), transforms (``next_seq()``
+                  marks where a function's recording starts).
+    ``edges``     one entry per positional argument: None (it gets no gradient: not a
+                  Tensor, no rule, or no grad required), ``(parent, index, shape, dtype)``
+                  (output ``index`` of node ``parent``), or ``(None, leaf, shape, dtype)``
+                  (``leaf``: the Tensor itself); so slot 1's meaning depends on slot 0.
+                  ``shape``/``dtype``: the input's, what its gradient is fitted to.
+                  W: at creation, never changed. R: passes, viz, checkpoint.
+    ``args``      one entry per positional argument: the raw array a rule reads (saved);
+                  ``Meta`` (shape, dtype, device) for a Tensor argument whose values no
+                  rule of the wanted gradients reads; a lazy array of unknown size (dask,
+                  after a boolean mask) instead of a Meta; other values as given (Python
+                  scalars, None, tuples); None for an argument not saved by the binary
+                  wrapper or an identity node (a pass stands a Meta of the edge in for it).
+                  The whole slot is None once freed (after a pass without
+                  ``retain_graph``) or dropped for recomputation (checkpoint).
+                  W: the recorder; passes free it; checkpoint drops and refills it.
+                  R: the rules (through passes), check_node, checkpoint.
+    ``kwargs``    the keyword arguments (raw), a shared empty dict for element-wise ops;
+                  after freeing, the pass's ``Freed`` marker (it names a rule that failed);
+                  after checkpoint drops the values, its ``Recompute`` (``fill()`` puts
+                  them back). W: the recorder, passes, checkpoint. R: rules, check_node.
+    ``ans``       None; the output (a tuple for a MultiNode) when ``op.saves_ans``; the
+                  forward's residuals when ``op.residuals``. Under ``create_graph`` passes
+                  re-attach the output / recompute the residuals (``Pass.prepare``).
+                  W: the recorder; passes and checkpoint as ``args``. R: rules, ``bump``
+                  (a write into a saved output invalidates the node).
+    ``versions``  ``((counter, version), ...)`` of each saved Tensor (see versions.py),
+                  plus ``(versions._MODIFIED, 0)`` once its saved output is overwritten; () once
+                  freed. W: the recorder, ``versions.bump``, passes, checkpoint.
+                  R: check_node (a mismatch: modified in place after it was saved).
+    ``outs``      MultiNode only: ``((shape, dtype), ...)`` per output (None on Node, a
+                  class attribute). W: the recorder. R: passes (a tuple of cotangents,
+                  zeros for outputs no gradient reached).
+    ``where``     unset, or the user's line that called the op (``detect_anomaly``).
+                  W: ``anomaly.check_forward``. R: the error messages of anomaly mode.
+    ``hooks``     unset, or ``{output index: Hooks}`` once a tensor hook is registered on
+                  an output. W: hooks.py. R: ``Pass.intercept``.
+    ============  ==========================================================================
+
+    A Tensor points to its node (``_node``, ``_index``); a node points only to its inputs'
+    nodes (and to leaf Tensors through ``edges``): the graph is kept alive from its
+    outputs, and dropped with them.
     """
 
     # ``hooks`` ({output index: Hooks}) is unset until a tensor hook is registered on an

@@ -182,6 +182,23 @@ class Op:
             return "derived"
         return "fallback"
 
+    def pull(self, xp, g, ans, args, kwargs, wanted):
+        """The op's VJP: one gradient per positional argument, from its rule(s) on the
+        cotangent ``g``, for the arguments whose entry of ``wanted`` is not None (None for
+        the others). A joint rule is called once (with ``needs=`` if it takes it); per-
+        argument rules once each."""
+        if self.joint:
+            if self.needs:
+                kwargs = dict(kwargs, needs=tuple(w is not None for w in wanted))
+            return self.vjp(xp, g, ans, *args, **kwargs)
+        rules = self.vjp
+        n = len(rules)
+        return [
+            None if w is None or i >= n or rules[i] is None
+            else rules[i](xp, g, ans, *args, **kwargs)
+            for i, w in enumerate(wanted)
+        ]  # fmt: skip
+
     def function(self, B):
         """The op's raw function on backend ``B`` (its ``impl``, else ``B``'s function of the
         op's name); None where ``B`` has none."""

@@ -369,15 +369,7 @@ class Forward:
             gnodes.append(gnode)
         g = gs[0] if node.outs is None else tuple(gs)
         with grad_mode.enable_grad():
-            if op.joint:
-                kw = dict(kwargs, needs=tuple(t is not None for t in ts)) if op.needs else kwargs
-                grads = op.vjp(xp, g, ans, *args, **kw)
-            else:
-                grads = [
-                    None if t is None or op.vjp[i] is None
-                    else op.vjp[i](xp, g, ans, *args, **kwargs)
-                    for i, t in enumerate(ts)
-                ]  # fmt: skip
+            grads = op.pull(xp, g, ans, args, kwargs, ts)  # ts[i] None: no tangent
             s = None
             for gi, t in zip(grads, ts):
                 if gi is None or t is None:

@@ -47,6 +47,8 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     assert "pytest" in commands[1]
     ci = (ROOT / ".ci" / "run").read_text()
     assert commands[1] in ci
+    # the optional libraries the comparisons need are installed by the test command itself
+    assert "torch==2.13.0" in commands[1] and "jax==0.10.2" in commands[1]
 
 
 def test_gradcheck_transcript_shows_todays_counts():
@@ -71,3 +73,4 @@ def test_gradcheck_transcript_shows_todays_counts():
     everything = subprocess.run([*cli, "-q"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert everything.returncode == 0, everything.stdout
     assert summary.search(second).groups() == summary.search(everything.stdout).groups()
+

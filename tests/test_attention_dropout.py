@@ -13,7 +13,7 @@ import pytest
 import autodiff as ad
 import autodiff.nn.functional as F
 from autodiff import nn
-from autodiff.nn import normalization
+from autodiff.nn.functional.dropout import masks as dropout_masks
 
 RNG = np.random.default_rng(3)
 
@@ -29,9 +29,9 @@ def masks():
         drawn.append(m)
         return m
 
-    prev, normalization.masks.draw = normalization.masks.draw, draw
+    prev, dropout_masks.draw = dropout_masks.draw, draw
     yield drawn
-    normalization.masks.draw = prev
+    dropout_masks.draw = prev
 
 
 def _softmax(s):

@@ -8,7 +8,7 @@ import pytest
 import autodiff as ad
 from autodiff.engine.namespace import recorder_of
 from autodiff.nn import functional as F
-from autodiff.nn.activations import _erf
+from autodiff.nn.functional.activations import _erf
 
 from .nn_compare import compare
 

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from ..engine.tensor import Tensor
-from .module import Module
+from .modules.module import Module
 
 __all__ = ["functional_call"]
 

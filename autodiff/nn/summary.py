@@ -7,7 +7,7 @@ import math
 
 from .. import checks
 from ..engine.grad_mode import no_grad
-from .module import Module
+from .modules.module import Module
 
 __all__ = ["summary", "Summary"]
 

@@ -19,7 +19,7 @@ computed inside are alive only while it runs, once in the forward and once in
 the backward. Time: one more forward of ``f``.
 
 Dropout masks drawn inside ``f`` are drawn again, the same, by the
-recomputation (their seeds are logged, see ``nn.normalization.masks``), and the
+recomputation (their seeds are logged, see ``nn.functional.dropout.masks``), and the
 NumPy generators the recomputation may draw from are put back afterwards, so
 checkpointing changes no later random number.
 """
@@ -36,8 +36,9 @@ from ..engine.grad_mode import enable_grad, mode
 from ..engine.node import Recompute, attach, next_seq
 from ..engine.tensor import Tensor
 from ..engine.versions import saved_counter
-from ..nn import init, normalization
-from ..nn.module import Module
+from ..nn import init
+from ..nn.functional.dropout import masks
+from ..nn.modules.module import Module
 
 __all__ = ["checkpoint"]
 
@@ -136,7 +137,7 @@ def _forward(f, name, args, kwargs):
     owner = log is None
     if owner:
         _state.log = log = []
-        prev_draw, normalization.masks.draw = normalization.masks.draw, _log_draw
+        prev_draw, masks.draw = masks.draw, _log_draw
     start = len(log)
     lo = next_seq()
     try:
@@ -144,7 +145,7 @@ def _forward(f, name, args, kwargs):
     finally:
         if owner:
             _state.log = None
-            normalization.masks.draw = prev_draw
+            masks.draw = prev_draw
     nodes = _interior(pytree.leaves(out), lo)
     if nodes:
         # A checkpoint nested in this one leaves its draws in the log for this one too.
@@ -282,8 +283,8 @@ class _Segment(Recompute):
             leaves.append(v)
         args, kwargs = pytree.unflatten(self.tree, leaves)
         replay = _Replay(self.draws, name)
-        prev = _state.recomputing, _state.log, normalization.masks.draw
-        _state.recomputing, _state.log, normalization.masks.draw = True, None, replay
+        prev = _state.recomputing, _state.log, masks.draw
+        _state.recomputing, _state.log, masks.draw = True, None, replay
         generators = _generators(self.f) if self.draws else ()
         states = [(g, g.bit_generator.state) for g in generators]
         lo = next_seq()
@@ -296,7 +297,7 @@ class _Segment(Recompute):
                 exc.args = (f"{exc.args[0]} ({text})",) + exc.args[1:]
             raise
         finally:
-            _state.recomputing, _state.log, normalization.masks.draw = prev
+            _state.recomputing, _state.log, masks.draw = prev
             for g, s in states:
                 g.bit_generator.state = s
         if replay.used != len(self.draws):

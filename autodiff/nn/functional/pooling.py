@@ -1,16 +1,17 @@
-"""2-D max and average pooling (NCHW), written with the window kernels of conv."""
+"""2-D max and average pooling (NCHW), written with the window kernels of conv, and
+their 1-D forms (NCL), views over the 2-D ops as the 1-D convolutions."""
 
 from __future__ import annotations
 
 import math
 
-from .. import checks
-from ..backends import device_of
-from ..engine.namespace import recorder_of
-from ..engine.registry import defop
-from .conv import pair
+from ... import checks
+from ...backends import device_of
+from ...engine.namespace import recorder_of
+from ...engine.registry import defop
+from .conv import _as_2d, _back, pair, single
 
-__all__ = ["max_pool2d", "avg_pool2d"]
+__all__ = ["max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d"]
 
 CH = "nn.pooling"
 
@@ -219,3 +220,44 @@ def _avg_pool2d(name, input, args, count_include_pad):
     return recorder_of(input).xp.nn.avg_pool2d(
         input, count_include_pad=count_include_pad, **geometry
     )
+
+
+# -- 1-D pooling -----------------------------------------------------------------------------
+def _pool1d_args(name, kernel_size, stride, padding, dilation, ceil_mode):
+    """The 2-D pooling arguments (``_pool_args``' form) of 1-D ones checked once:
+    ints (stride defaults to the kernel), padding at most half the kernel, a bool."""
+    kernel = single(kernel_size, name, "kernel_size")
+    stride = kernel if stride is None else single(stride, name, "stride")
+    padding, dilation = single(padding, name, "padding"), single(dilation, name, "dilation")
+    if padding > kernel // 2:
+        raise ValueError(f"{name}: padding {padding} must be at most half the kernel {kernel}")
+    ceil_mode = checks.flag(name, "ceil_mode", ceil_mode)
+    return (1, kernel), (1, stride), (0, padding), (1, dilation), ceil_mode
+
+
+def _max_pool1d(name, input, args):
+    x, unbatched = _as_2d(name, input)
+    return _back(_max_pool2d(name, x, args), unbatched)
+
+
+def _avg_pool1d(name, input, args, count_include_pad):
+    x, unbatched = _as_2d(name, input)
+    return _back(_avg_pool2d(name, x, args, count_include_pad), unbatched)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max over sliding 1-D windows, as torch (padding counts as -inf; ``ceil_mode``);
+    among equal maxima the first in the window gets the gradient."""
+    name = "max_pool1d"
+    return _max_pool1d(name, input, _pool1d_args(name, kernel_size, stride, padding, dilation,
+                                                  ceil_mode))  # fmt: skip
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):  # fmt: skip
+    """Mean over sliding 1-D windows, as torch (zero padding counted in the divisor
+    unless ``count_include_pad=False``)."""
+    name = "avg_pool1d"
+    args = _pool1d_args(name, kernel_size, stride, padding, 1, ceil_mode)
+    include = checks.flag(name, "count_include_pad", count_include_pad)
+    return _avg_pool1d(name, input, args, include)

@@ -12,13 +12,18 @@ modules of this package by family, each with its rule beside it:
 - ``losses``: cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss,
   kl_div, binary_cross_entropy, binary_cross_entropy_with_logits, cosine_similarity,
   normalize
-- ``conv``: conv2d, conv_transpose2d; ``pooling``: max_pool2d, avg_pool2d
-- ``conv1d``: conv1d, conv_transpose1d, max_pool1d, avg_pool1d (over the 2-D ops)
+- ``conv``: conv2d, conv_transpose2d, and conv1d, conv_transpose1d (over the 2-D ops)
+- ``pooling``: max_pool2d, avg_pool2d, and max_pool1d, avg_pool1d (over the 2-D ops)
 - ``resample``: adaptive_avg_pool1d, adaptive_avg_pool2d, interpolate (compositions)
-- ``recurrent``: gru_cell, lstm_cell, gated_memory_cell
+- ``recurrent``: gru_cell, gru_sequence, lstm_cell, gated_memory_cell
 - ``attention``: rope, scaled_dot_product_attention, self_attention_packed
-- ``normalization``: layer_norm, embedding, dropout
+- ``normalization``: layer_norm, batch_norm, group_norm, rms_norm
+- ``embedding``: embedding; ``dropout``: dropout
 - ``padding``: pad, one_hot
+
+The modules ``linear``, ``embedding`` and ``dropout`` are shadowed here by the
+functions of their names: import from them (``from autodiff.nn.functional.dropout
+import masks``) rather than reach them as attributes of this package.
 """
 
 from __future__ import annotations
@@ -34,12 +39,14 @@ from . import (
     recurrent,
     resample,
 )
-from . import conv1d as _conv1d  # the name ``conv1d`` is the function
+from . import dropout as _dropout  # the name ``dropout`` is the function
+from . import embedding as _embedding  # the name ``embedding`` is the function
 from . import linear as _linear  # the name ``linear`` is the function below
 from .activations import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .conv import *  # noqa: F403
-from .conv1d import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .embedding import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .losses import *  # noqa: F403
 from .normalization import *  # noqa: F403
@@ -54,11 +61,12 @@ _FAMILIES = (
     losses,
     conv,
     pooling,
-    _conv1d,
     resample,
     recurrent,
     attention,
     normalization,
+    _embedding,
+    _dropout,
     padding,
 )
 __all__ = [name for module in _FAMILIES for name in module.__all__]

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 
-from .. import checks
-from ..backends import device_of
-from ..engine.namespace import recorder_of
-from ..engine.registry import defop
-from ..rules._util import axes_of, keep_shape, reduction_jvp
+from ... import checks
+from ...backends import device_of
+from ...engine.namespace import recorder_of
+from ...engine.registry import defop
+from ...rules._util import axes_of, keep_shape, reduction_jvp
 from ._dtypes import dtype_facts
 
 __all__ = [

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 
-from .. import checks
-from ..backends import device_of
-from . import init
-from .activations import softmax
-from .attention import (
+from ... import checks
+from ...backends import device_of
+from .. import init
+from ..functional.activations import softmax
+from ..functional.attention import (
     _attention_dropout,
     _rope,
     _scores,
@@ -17,9 +17,9 @@ from .attention import (
     _self_attention_packed,
     _split_heads,
 )
-from .layers import Linear, factory, flags, parameter, sizes
-from .linear import linear
-from .module import Module
+from ..functional.linear import linear
+from .linear import Linear
+from .module import Module, factory, flags, parameter, sizes
 
 __all__ = ["MultiheadAttention"]
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 import struct
 
-from .. import checks
-from ..backends import device_of
-from ..engine.namespace import recorder_of
+from ... import checks
+from ...backends import device_of
+from ...engine.namespace import recorder_of
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "interpolate"]
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import math
 
-from .. import checks
-from ..backends import device_of
-from . import functional as F
-from . import init
-from .layers import factory, flags, sizes, uniform_parameter
-from .module import Module
-from .normalization import _dropout
+from ... import checks
+from ...backends import device_of
+from .. import functional as F
+from .. import init
+from ..functional.dropout import _dropout
+from .module import Module, factory, flags, sizes, uniform_parameter
 
 __all__ = ["GRUCell", "GRU", "LSTMCell", "LSTM", "GatedMemoryCell"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from ..backends import device_of
-from ..engine.namespace import recorder_of
-from ..engine.registry import defop
+from ...backends import device_of
+from ...engine.namespace import recorder_of
+from ...engine.registry import defop
 
 __all__ = ["linear"]
 

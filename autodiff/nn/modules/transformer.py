@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import copy
 
-from .. import checks
-from ..engine.namespace import recorder_of
-from . import init
-from .layers import Dropout, LayerNorm, Linear, factory, flags, sizes
-from .module import Module, ModuleList
-from .multihead import MultiheadAttention
+from ... import checks
+from ...engine.namespace import recorder_of
+from .. import init
+from .attention import MultiheadAttention
+from .dropout import Dropout
+from .linear import Linear
+from .module import Module, ModuleList, factory, flags, sizes
+from .normalization import LayerNorm
 
 __all__ = [
     "TransformerEncoderLayer",

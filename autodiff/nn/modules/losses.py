@@ -4,10 +4,10 @@ each calls its ``autodiff.nn.functional`` op."""
 
 from __future__ import annotations
 
-from .. import checks
-from ..engine.namespace import recorder_of
-from ..engine.tensor import Tensor
-from . import losses
+from ... import checks
+from ...engine.namespace import recorder_of
+from ...engine.tensor import Tensor
+from ..functional import losses
 from .module import Module
 
 __all__ = [

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 
-from .. import checks
-from ..backends import device_of
-from ..engine.namespace import recorder_of
-from ..engine.registry import defop
-from ..engine.tensor import Tensor
+from ... import checks
+from ...backends import device_of
+from ...engine.namespace import recorder_of
+from ...engine.registry import defop
+from ...engine.tensor import Tensor
 from ._dtypes import dtype_facts
 from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid
 

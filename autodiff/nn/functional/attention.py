@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 
-from .. import checks
-from ..backends import device_of
-from ..engine.namespace import recorder_of
-from ..engine.registry import defop
+from ... import checks
+from ...backends import device_of
+from ...engine.namespace import recorder_of
+from ...engine.registry import defop
 from .activations import _softmax, _softmax_raw
 from .activations import softmax as _softmax_op
-from .normalization import _dropout
+from .dropout import _dropout
 
 __all__ = ["rope", "scaled_dot_product_attention", "self_attention_packed"]
 

@@ -7,8 +7,8 @@ makes one of ``t``'s values (sharing its buffer, as torch), and
 
 from __future__ import annotations
 
-from .. import checks
-from ..engine.tensor import Tensor
+from ... import checks
+from ...engine.tensor import Tensor
 from .module import Module, _check_name, default_namespace
 
 __all__ = ["Parameter", "ModuleDict", "ParameterList", "ParameterDict"]
@@ -32,7 +32,7 @@ class Parameter(metaclass=_ParameterType):
         elif isinstance(data, Tensor):
             t = data.detach()
         else:
-            from ..engine.namespace import recorder_of
+            from ...engine.namespace import recorder_of
 
             try:
                 t = recorder_of(data).wrap(data)

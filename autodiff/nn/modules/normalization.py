@@ -1,24 +1,25 @@
-"""Normalization layers as in ``torch.nn``: ``BatchNorm1d``, ``BatchNorm2d``,
-``InstanceNorm2d``, ``GroupNorm`` and ``RMSNorm``, with torch's constructor arguments,
-parameter and buffer names (``weight``, ``bias``, ``running_mean``, ``running_var``,
-``num_batches_tracked``) and train/eval behaviour, so a torch state dict loads one to
-one. Created on a namespace as the other layers (``xp=``, ``dtype=``, ``device=``)."""
+"""Normalization layers as in ``torch.nn``: ``LayerNorm``, ``BatchNorm1d``,
+``BatchNorm2d``, ``InstanceNorm2d``, ``GroupNorm`` and ``RMSNorm``, with torch's
+constructor arguments, parameter and buffer names (``weight``, ``bias``,
+``running_mean``, ``running_var``, ``num_batches_tracked``) and train/eval behaviour,
+so a torch state dict loads one to one. Created on a namespace as the other layers
+(``xp=``, ``dtype=``, ``device=``)."""
 
 from __future__ import annotations
 
-from .. import checks, lazy
-from ..engine.grad_mode import no_grad
-from .layers import factory, flags, sizes
-from .module import Module
-from .normalization import (
+from ... import checks, lazy
+from ...engine.grad_mode import no_grad
+from ..functional.normalization import (
     _batch_norm_checked,
     _check_channels,
     _group_norm_checked,
+    _layer_norm_checked,
     _rms_norm_checked,
     _update_running,
 )
+from .module import Module, factory, flags, sizes
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "InstanceNorm2d", "GroupNorm", "RMSNorm"]
+__all__ = ["LayerNorm", "BatchNorm1d", "BatchNorm2d", "InstanceNorm2d", "GroupNorm", "RMSNorm"]
 
 
 def _momentum(name, momentum):
@@ -181,7 +182,7 @@ class InstanceNorm2d(_NormBase):
                 )
             if self.training and self.track_running_stats:
                 momentum = 0.0 if self.momentum is None else self.momentum
-                from ..engine.namespace import recorder_of
+                from ...engine.namespace import recorder_of
 
                 _update_running(recorder_of(x), x, self.running_mean, self.running_var,
                                 momentum, instance=True)  # fmt: skip
@@ -257,6 +258,44 @@ class RMSNorm(Module):
 
     def forward(self, x):
         return _rms_norm_checked(x, self.normalized_shape, self.weight, self.eps, "RMSNorm")
+
+    def extra_repr(self):
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class LayerNorm(Module):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last axes."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, *,
+                 xp=None, dtype=None, device=None):  # fmt: skip
+        super().__init__()
+        name = "LayerNorm"
+        normalized_shape = tuple(
+            int(n) for n in checks.integers(name, "normalized_shape", normalized_shape, low=0)
+        )
+        if not normalized_shape:
+            raise ValueError(f"{name}: normalized_shape must hold at least one size, got ()")
+        checks.number(name, "eps", eps, low=0)
+        flags(name, elementwise_affine=elementwise_affine, bias=bias)
+        xp, dtype, device = factory(xp, dtype, device, name)
+        self.normalized_shape, self.eps = normalized_shape, float(eps)
+        self.elementwise_affine = elementwise_affine
+        shape = self.normalized_shape
+        self.weight = (
+            xp.ones(shape, dtype=dtype, device=device, requires_grad=True)
+            if elementwise_affine
+            else None
+        )
+        self.bias = (
+            xp.zeros(shape, dtype=dtype, device=device, requires_grad=True)
+            if elementwise_affine and bias
+            else None
+        )
+
+    def forward(self, x):
+        return _layer_norm_checked(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return (

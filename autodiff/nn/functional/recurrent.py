@@ -5,10 +5,10 @@ inputs (nothing but the inputs is kept between forward and backward)."""
 
 from __future__ import annotations
 
-from ..backends import device_of
-from ..engine.namespace import recorder_of
-from ..engine.node import Outer
-from ..engine.registry import defop
+from ...backends import device_of
+from ...engine.namespace import recorder_of
+from ...engine.node import Outer
+from ...engine.registry import defop
 from .activations import _sigmoid
 from .linear import _linear as _affine  # a @ w^T (+ b), torch's (out, in) layout
 

@@ -3,11 +3,11 @@ registered op with a fused rule) and ``one_hot`` (integer output, no gradient)."
 
 from __future__ import annotations
 
-from .. import checks
-from ..backends import device_of
-from ..engine.namespace import recorder_of
-from ..engine.registry import defop
-from ..engine.tensor import Tensor
+from ... import checks
+from ...backends import device_of
+from ...engine.namespace import recorder_of
+from ...engine.registry import defop
+from ...engine.tensor import Tensor
 from ._dtypes import dtype_facts
 
 __all__ = ["pad", "one_hot"]

@@ -3,18 +3,22 @@
 A tensor assigned to a module attribute is a *parameter* when it is a leaf that
 requires grad; a module assigned to one is a child. ``register_buffer`` adds
 state that is saved but not trained. Every walk over the tree is iterative.
+
+Here too: ``Sequential`` and ``ModuleList``, and what layers build their parameters
+with (``factory``, ``sizes``, ``flags``, ``parameter``, ``uniform_parameter``).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
 
-from .. import checks
-from ..backends import device_of
-from ..engine.grad_mode import no_grad
-from ..engine.hooks import RemovableHandle
-from ..engine.namespace import move_leaf
-from ..engine.tensor import Tensor
+from ... import checks
+from ...backends import device_of
+from ...engine.grad_mode import no_grad
+from ...engine.hooks import RemovableHandle
+from ...engine.namespace import move_leaf
+from ...engine.tensor import Tensor
+from .. import init
 
 __all__ = ["Module", "Sequential", "ModuleList", "default_namespace"]
 
@@ -25,7 +29,7 @@ def default_namespace(xp=None, owner="Module"):
     """The differentiable namespace modules are created on: ``Autodiff(xp)``,
     ``Autodiff(numpy)`` when ``xp`` is None; anything but a namespace (with ``asarray``)
     is a TypeError naming ``owner``."""
-    from ..engine.namespace import Autodiff
+    from ...engine.namespace import Autodiff
 
     if xp is None:
         import numpy
@@ -517,3 +521,37 @@ class ModuleList(_Container):
 def _is_complex(a):
     """Whether an array (of any library) or Tensor holds complex values."""
     return "complex" in str(getattr(a, "dtype", ""))
+
+
+# -- what layers build their parameters with ---------------------------------------------
+def factory(xp, dtype, device, owner="Module", generator=None):
+    """(namespace, dtype, device) a layer creates its parameters with; ``xp``, ``dtype``
+    and ``generator`` checked, errors naming ``owner``."""
+    xp = default_namespace(xp, owner)
+    init.check_generator(owner, generator)
+    return xp, (xp.float32 if dtype is None else _dtype_in(xp, dtype, owner)), device
+
+
+def sizes(name, positive=(), **counts):
+    """Check a layer's sizes once, at construction: each an int (a TypeError otherwise)
+    >= 0, those named in ``positive`` >= 1 (a ValueError otherwise), naming the layer and
+    the argument."""
+    for what, v in counts.items():
+        checks.integer(name, what, v, low=1 if what in positive else 0)
+
+
+def flags(name, **values):
+    """Check a layer's bool options once, at construction (a TypeError naming the layer
+    and the argument)."""
+    for what, v in values.items():
+        checks.flag(name, what, v)
+
+
+def parameter(xp, shape, dtype, device):
+    """A zero leaf that requires grad, to be filled by an ``init`` function."""
+    return xp.zeros(shape, dtype=dtype, device=device, requires_grad=True)
+
+
+def uniform_parameter(xp, shape, bound, dtype, device, generator):
+    """A parameter drawn from U(-bound, bound) (torch's default for most layers)."""
+    return init.uniform_(parameter(xp, shape, dtype, device), -bound, bound, generator)

@@ -112,7 +112,7 @@ def check_batching(name, xp=None, seed=0, grads=True):
     from .specs import SPECS
 
     xp = xp or ad.Autodiff(np)
-    kind = batching.rule_kind(registry.get(name))
+    kind = registry.get(name).batch_kind
     results = []
     for sample in SPECS[name].samples(seed):
         stacked = perturbed(sample.inputs, seed=seed)
@@ -184,7 +184,7 @@ def run(xp, names, progress=None):
     for i, name in enumerate(names):
         if progress:
             progress(i, len(names), name)
-        kind = batching.rule_kind(registry.get(name))
+        kind = registry.get(name).batch_kind
         for label, status, detail in check_batching(name, xp):
             yield name, kind, label, status, detail
 
@@ -211,7 +211,7 @@ def main(xp, backend, names, quiet=False, progress=None):
     kinds = {}
     for agg in per_op.values():
         kinds[agg["kind"]] = kinds.get(agg["kind"], 0) + 1
-    parts = ", ".join(f"{kinds[k]} {k}" for k in ("derived", "written", "fallback") if k in kinds)
+    parts = ", ".join(f"{kinds[k]} {k}" for k in registry.BATCH_KINDS if k in kinds)
     checked = sum(r[3] != "unsupported" for r in rows)
     refused = sum(r[3] == "refused" for r in rows)
     print(f"batching: {len(per_op)} ops ({parts}), {checked} checks on {backend}: "

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from autodiff.engine import batching, registry
+from autodiff.engine import registry
 
 
 def _namespace(name):
@@ -195,12 +195,17 @@ def main(argv=None):
 
     if args.list:  # by chapter of the spec (or family of nn ops), as the registry says
         ops = registry.ops()
+        # where each rule comes from: Op.vjp_kind, Op.jvp_kind, Op.batch_kind
+        print(f"{'op':28s} {'chapter':18s} {'samples':>7s}  {'vjp':8s} {'jvp':9s} "
+              f"{'batch':9s} notes")  # fmt: skip
         for name, spec in sorted(SPECS.items(), key=lambda item: (ops[item[0]].chapter, item[0])):
-            print(f"{name:28s} {ops[name].chapter:18s} {len(spec.samples(args.seed)):3d} samples"
-                  f"{'' if spec.second_order else '   (first order only)'}"
-                  f"{'' if ops[name].complex else '   (real inputs only)'}"
-                  f"   batch: {batching.rule_kind(ops[name])}"
-                  f"   jvp: {ops[name].jvp_kind}")  # fmt: skip
+            op = ops[name]
+            notes = ("" if spec.second_order else "  (first order only)") + (
+                "" if op.complex else "  (real inputs only)"
+            )
+            print(f"{name:28s} {op.chapter:18s} {len(spec.samples(args.seed)):7d}  "
+                  f"{op.vjp_kind or '-':8s} {op.jvp_kind or '-':9s} {op.batch_kind:9s}"
+                  f"{notes}".rstrip())  # fmt: skip
         missing = sorted(n for n, op in ops.items() if op.kind == registry.MISSING)
         for name in missing:  # registered without a rule: raises on a tensor that requires grad
             print(f"{name:28s} {ops[name].chapter:18s} MISSING (no rule yet)")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import autodiff as ad
+from autodiff.engine import registry
 from gradcheck.core import GradcheckError, check_grad, check_op, check_second
 
 xp = ad.Autodiff(np)
@@ -84,18 +85,46 @@ def test_cli_list_names_every_spec():
     proc = _cli("--list")
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["op", "chapter", "samples", "vjp", "jvp", "batch", "notes"]
     assert lines[-1] == f"{len(SPECS)} ops with specs, 0 without a rule"
     assert "MISSING" not in proc.stdout
-    rows = [line.split() for line in lines[:-1]]
+    rows = [line.split() for line in lines[1:-1]]
     assert {row[0] for row in rows} == set(SPECS)
     joined = dict((r[0], " ".join(r)) for r in rows)
     assert "(real inputs only)" in joined["maximum"]
-    # where each JVP comes from; "fallback": the double-VJP trick on that node
-    assert joined["linalg.svd"].endswith("jvp: fallback")
-    assert joined["exp"].endswith("jvp: derived") and joined["sum"].endswith("jvp: linear")
+    # where each rule comes from, one column each: VJP, JVP ("fallback": the double-VJP
+    # trick on that node), batching ("derived": a generic rule or the metadata's)
+    kinds = {row[0]: tuple(row[3:6]) for row in rows}
+    assert kinds["linalg.svd"] == ("written", "fallback", "derived")
+    assert kinds["exp"] == ("written", "derived", "derived")
+    assert kinds["sum"] == ("written", "linear", "derived")
+    assert kinds["matmul"] == ("written", "bilinear", "written")
+    assert kinds["unique_values"][2] == "fallback"
+    assert all(k[0] in registry.VJP_KINDS and k[1] in registry.JVP_KINDS for k in kinds.values())
+    assert {k[2] for k in kinds.values()} == set(registry.BATCH_KINDS)
     chapters = [row[1] for row in rows]
     assert chapters == sorted(chapters)  # grouped by chapter
     assert dict(row[:2] for row in rows)["linalg.solve"] == "linalg"
+
+
+def test_every_op_says_where_its_vjp_comes_from():
+    ops = registry.ops().values()
+    assert {op.vjp_kind for op in ops if op.kind == registry.DIFF} == {"written"}
+    assert all(op.vjp_kind is None for op in ops if op.kind == registry.CONST)
+    assert all(op.vjp_kind == "missing" for op in ops if op.kind == registry.MISSING)
+    # a custom_jvp's VJP is its JVP transposed: derived
+
+    @ad.custom_jvp
+    def f(x):
+        return xp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return xp.sin(x), xp.cos(x) * t
+
+    y = f(xp.asarray(X, requires_grad=True))
+    assert y.grad_fn.op.vjp_kind == "derived" and y.grad_fn.op.jvp_kind == "written"
 
 
 @pytest.mark.parametrize("mode", ["full", "fast"])

@@ -12,6 +12,7 @@ import autodiff as ad
 import autodiff.nn as nn
 import autodiff.nn.functional as F
 from autodiff.engine import batching, registry
+from autodiff.rules import batch_rules as br
 from gradcheck.batching import check_batching
 from gradcheck.specs import SPECS
 
@@ -241,7 +242,7 @@ def test_writing_a_batched_value_into_an_unbatched_tensor_is_refused():
 # -- the fallback loop -------------------------------------------------------------------------
 def test_an_op_without_a_rule_loops_and_warns_once():
     op = registry.get("unique_values")
-    assert batching.rule_kind(op) == "fallback"
+    assert op.batch_kind == "fallback"
     batching._warned.discard("unique_values")
     x = np.array([[3.0, 1.0, 3.0], [2.0, 2.0, 5.0]])
     with warnings.catch_warnings(record=True) as caught:
@@ -307,15 +308,88 @@ def test_every_op_batched_equals_a_loop_of_it(xp, name):
 
 
 def test_rule_kinds_cover_the_registry():
-    kinds = batching.kinds()
-    assert set(kinds) == set(registry.ops())
-    assert set(kinds.values()) <= {"derived", "written", "fallback"}
+    kinds = {name: op.batch_kind for name, op in registry.ops().items()}
+    assert set(kinds.values()) <= set(registry.BATCH_KINDS)
     fallback = {n for n, k in kinds.items() if k == "fallback"}
     # what is left to the loop: shapes that depend on the values, and creation functions
     # that take no arrays
     assert fallback <= {"nonzero", "unique_all", "unique_counts", "unique_inverse",
                         "unique_values", "arange", "empty", "eye", "full", "linspace", "ones",
                         "zeros", "fft.fftfreq", "fft.rfftfreq", "broadcast_shapes"}  # fmt: skip
+
+
+def _standard_names():
+    """The ops of the standard (registered by autodiff/rules): its functions, the array's
+    indexing and to_device, and the scatter-add kernel their rules use."""
+    from autodiff.engine.standard import SIGNATURES
+
+    names = set(SIGNATURES) | {"__getitem__", "__setitem__", "to_device", "index_add"}
+    assert names <= set(registry.ops())
+    return names
+
+
+def test_batch_kind_agrees_with_how_rule_of_resolves_the_rule():
+    from autodiff.rules import linear_algebra
+
+    seen = {"declared": 0, "nn table": 0, "metadata": 0, "none": 0}
+    for name, op in registry.ops().items():
+        rule = batching.rule_of(op)
+        # the order of rule_of: declared, the temporary nn table, derived from metadata
+        if op.batch is not None:
+            assert rule is op.batch, name
+            seen["declared"] += 1
+        elif name in batching.NN_RULES:
+            assert rule is batching.NN_RULES[name], name
+            seen["nn table"] += 1
+        elif op.diagonal:
+            assert rule is batching.elementwise, name
+            seen["metadata"] += 1
+        else:
+            assert rule is None, name
+            seen["none"] += 1
+        want = "fallback" if rule is None else ("derived" if getattr(rule, "derived", False)
+                                                else "written")  # fmt: skip
+        assert op.batch_kind == want, name
+    assert seen == {"declared": 95, "nn table": 37, "metadata": 77, "none": 15}
+    kinds = [op.batch_kind for op in registry.ops().values()]
+    assert {k: kinds.count(k) for k in registry.BATCH_KINDS} == {
+        "derived": 149, "written": 60, "fallback": 15,
+    }  # fmt: skip
+    matmul = registry.get("matmul")
+    assert matmul.batch is linear_algebra._matmul_batch and matmul.batch_kind == "written"
+    assert registry.get("linalg.matmul").batch is linear_algebra._matmul_batch
+    exp = registry.get("exp")  # element-wise: derived from the metadata, nothing declared
+    assert exp.batch is None and batching.rule_of(exp) is batching.elementwise
+    assert exp.batch_kind == "derived" and registry.get("where").batch_kind == "derived"
+    assert registry.get("sum").batch is not None and registry.get("sum").batch_kind == "derived"
+    assert registry.get("linalg.inv").batch is br.leading
+    assert registry.get("nn.linear").batch_kind == "written"
+    assert registry.get("unique_values").batch_kind == "fallback"
+
+
+def test_no_table_keyed_by_op_names_holds_rules_of_the_standard():
+    """Each op of the standard declares its rule at registration: no module-level dict
+    maps one of its names to a rule; the nn part of batching's table (temporary) holds nn
+    ops only."""
+    import sys
+
+    standard = _standard_names()
+    for module_name, module in list(sys.modules.items()):
+        if module_name != "autodiff" and not module_name.startswith("autodiff."):
+            continue
+        if module_name.startswith("autodiff.backends"):
+            continue  # the backends' own functions by name (their namespaces), not rules
+        for var, value in vars(module).items():
+            if isinstance(value, dict) and not var.startswith("__"):
+                bad = [k for k, v in value.items() if k in standard and callable(v)]
+                assert not bad, f"{module_name}.{var} maps {bad[:3]} to rules"
+    nn_table = set(batching.NN_RULES)
+    assert not nn_table & standard
+    assert {n for n in nn_table if not n.startswith("nn.")} == {"pad2d", "windows2d", "col2im2d"}
+    assert all(registry.get(n).chapter in ("kernels",) or registry.get(n).chapter.startswith("nn")
+               for n in nn_table)  # fmt: skip
+    assert not hasattr(batching, "STYLE_RULES") and not hasattr(batching, "RULES")
+    assert not hasattr(br, "RULES")
 
 
 def test_jvp_inside_vmap_gives_one_tangent_per_example():

@@ -1,4 +1,4 @@
-"""``vmap``'s machinery: batched values, one batching rule per op, the fallback loop.
+"""``vmap``'s machinery: batched values, dispatch to an op's batching rule, the fallback loop.
 
 Inside ``vmap(f)``, every mapped argument is a :class:`Batched`: a plain Tensor of the
 namespace (``value``) holding all the examples, the batch axis first, presented as ONE
@@ -7,12 +7,16 @@ for one example runs unchanged. When an op of the namespace is called on a Batch
 value (the namespace's wrappers test one global counter, ``depth``, per call), it goes
 to :func:`apply`, which runs the op's *batching rule* on the plain full-batch Tensors:
 the op is recorded as usual, on all the examples at once, so reverse mode needs nothing
-more. Rules come from the registry (``Op.batch``), else from the table ``RULES`` (by
-op name), else from the op's metadata (``STYLE_RULES``: element-wise ops); an op
-without one runs in a Python loop over the examples (slice, call, stack), and says so
-once (a ``UserWarning`` naming it). The rules themselves, and what fills both tables,
-are in :mod:`autodiff.batch_rules` (find an op's rule there by its name): the package
-imports it, as it imports ``vjps`` for the registry, and this module imports no rule.
+more. :func:`rule_of` finds the rule: the one the op declares at registration
+(``Op.batch``), else the temporary table of the nn ops (``NN_RULES``), else one derived
+from its metadata (``elementwise`` for an element-wise op); an op without one runs in a
+Python loop over the examples (slice, call, stack), and says so once (a ``UserWarning``
+naming it). ``Op.batch_kind`` says which ("written", "derived", "fallback").
+
+Adding a rule: write ``_<op>_batch(c, ...)`` beside the op's registration in its rules
+module and pass ``batch=_<op>_batch`` to ``defop``; or pass a generic maker of
+:mod:`autodiff.rules.batch_rules` (``batch=leading``, ``batch=axis("axis")``...); an
+element-wise op needs neither. This module imports no rule module: the rules import it.
 
 Nested vmaps: each ``vmap`` call is a *level* (a number, increasing with nesting). A
 Batched value holds its levels in order, their axes first in ``value``: ``levels=(1, 2)``
@@ -27,7 +31,7 @@ the batch size ``c.n``, and per positional argument whether it is batched, ``c.b
 ``args``/``kwargs`` the op's arguments with the batch axis first where batched. It
 returns the output(s) with the batch axis first, or ``NotImplemented`` to ask for the
 fallback loop for this call (an argument combination it doesn't cover); see
-:mod:`autodiff.batch_rules` for how to add one.
+:mod:`autodiff.rules.batch_rules` for the helpers rules share.
 """
 
 from __future__ import annotations
@@ -39,7 +43,6 @@ import warnings
 
 from ..backends import device_of
 from .grad_mode import no_grad
-from .registry import ops as _registry_ops
 from .tensor import (
     BINARY_OPERATORS,
     INPLACE_OPERATORS,
@@ -48,7 +51,10 @@ from .tensor import (
     Tensor,
 )
 
-__all__ = ["Batched", "Call", "apply", "holds", "rule_of", "RULES", "depth", "enter", "leave"]
+__all__ = [
+    "Batched", "Call", "apply", "holds", "rule_of", "derived", "elementwise", "NN_RULES",
+    "depth", "enter", "leave",
+]  # fmt: skip
 
 # How many vmaps are running (in any thread): the namespace's wrappers test it once per
 # call, and look for Batched arguments only when it is not 0.
@@ -280,17 +286,18 @@ def _inplace(b, name, other):
 INPLACE_DUNDER = {name: dunder for dunder, name in INPLACE_OPERATORS.items()}
 
 
-def _key_parts(key):
+def key_parts(key):
+    """An index key as a tuple of its parts (``x[i]`` is ``x[(i,)]``)."""
     return key if isinstance(key, tuple) else (key,)
 
 
 def _setitem(b, key, value):
     """``b[key] = value``: into ``b.value`` with a full slice for each batch axis; a key
     that holds batched indices is written example by example (views of ``b.value``)."""
-    parts = _key_parts(key)
+    parts = key_parts(key)
     if any(isinstance(k, Batched) for k in parts):
-        if any(isinstance(k, Batched) and _is_bool(k) for k in parts):
-            raise _mask_error("x[mask] = v")
+        if any(isinstance(k, Batched) and is_bool(k) for k in parts):
+            raise mask_error("x[mask] = v")
         level = b.levels[-1]
         lead = len(b.levels) - 1
         for i in range(b.value.shape[lead]):
@@ -317,14 +324,16 @@ def _example(x, level, i):
     return Batched(v, rest) if rest else v
 
 
-def _is_bool(a):
+def is_bool(a):
+    """Whether array ``a`` (a Tensor or Batched value) holds booleans: a mask."""
     try:
         return bool(a._rec.backend.isdtype(a.dtype, "bool"))
     except Exception:
         return False
 
 
-def _mask_error(what):
+def mask_error(what):
+    """The error for ``what`` with a boolean mask that differs from example to example."""
     return ValueError(
         f"vmap: {what} with a boolean mask that differs from example to example gives "
         "a shape that depends on the values, which vmap can't batch (as JAX); use "
@@ -525,43 +534,46 @@ def _stack_results(xp, name, outs):
     return first  # not an array (a dtype, a flag): the same for every example
 
 
-# The tables of rules, empty here: autodiff/batch_rules.py fills them when the package
-# imports it (the registry pattern: the lower module owns the table, the rules fill it).
-RULES: dict = {}  # op name -> rule
-STYLE_RULES: dict = {}  # op style ("unary", "binary") -> the rule derived from it
+def derived(fn):
+    """Mark ``fn`` as a rule derived (from metadata, or from another rule), not written for
+    one op.
+
+    ``Op.batch_kind`` reports an op whose batching rule is marked so as "derived"
+    (``elementwise``, the makers of :mod:`autodiff.rules.batch_rules`), any other as
+    "written"; ``Op.vjp_kind`` likewise (a ``custom_jvp``'s VJP: its JVP transposed)."""
+    fn.derived = True
+    return fn
+
+
+@derived
+def elementwise(c, *args, **kwargs):
+    """Element-wise ops: a batched operand whose examples have fewer axes than the others
+    gets size-1 axes after its batch axis; then the op broadcasts as usual.
+
+    Defined here, not among the rules, because :func:`rule_of` derives it from an op's
+    metadata (``Op.diagonal``) and the engine imports no rule module."""
+    ranks = [c.rank(i, a) for i, a in enumerate(args) if hasattr(a, "ndim")]
+    r = max(ranks, default=0)
+    args = [c.pad(a, r) if b else a for a, b in zip(args, c.bd)]
+    return c.f(*args, **kwargs)
+
+
+# TEMPORARY, the nn part: the rules of the nn.functional ops (and of the kernels nn
+# registers: pad2d, windows2d, col2im2d), by op name, until they move beside their ops in
+# autodiff/nn (pass ``batch=`` there). Empty here; autodiff/rules/batch_rules.py fills it
+# when the package imports it. No op of the standard may appear in it.
+NN_RULES: dict = {}
 
 
 def rule_of(op):
-    """The batching rule of ``op``: its registry field ``batch``, else the table ``RULES``,
-    else derived from its metadata (``STYLE_RULES``: element-wise and diagonal ops);
-    None: the fallback loop."""
+    """The batching rule of ``op``; None: the fallback loop.
+
+    In this order: the rule it declares (``Op.batch``), the temporary nn table
+    (``NN_RULES``), ``elementwise`` for an op whose metadata says it is element-wise in
+    every argument (``Op.diagonal``, by default the "unary" and "binary" styles)."""
     rule = op.batch
     if rule is None:
-        rule = RULES.get(op.name)
-        if rule is None:
-            # an element-wise op (by its style, or one marked diagonal: d out_i / d x_j
-            # is 0 for i != j) batches by broadcasting
-            rule = STYLE_RULES.get("unary" if op.diagonal else op.style)
-        if rule is not None:
-            op.batch = rule
+        rule = NN_RULES.get(op.name)
+        if rule is None and op.diagonal:
+            rule = elementwise
     return rule
-
-
-def rule_kind(op):
-    """How ``op`` is batched: "derived" (from its metadata or a generic rule: element-wise,
-    axis shifts, leading batch axes), "written" (a rule of its own) or "fallback"."""
-    rule = rule_of(op)
-    if rule is None:
-        return "fallback"
-    return "derived" if getattr(rule, "derived", False) else "written"
-
-
-def kinds():
-    """{op name: rule_kind} for every registered op."""
-    return {name: rule_kind(op) for name, op in _registry_ops().items()}
-
-
-def _derived(fn):
-    """Mark ``fn`` as a generic rule, derived from metadata (see :func:`rule_kind`)."""
-    fn.derived = True
-    return fn

@@ -209,7 +209,7 @@ def _fit(rec, t, res, what):
 
 def setitem(t, key, value):
     """``t[key] = value``."""
-    if batching.depth[0] and batching.holds((value,) + batching._key_parts(key), None):
+    if batching.depth[0] and batching.holds((value,) + batching.key_parts(key), None):
         raise batching.unbatched_write_error("x[key] = value")
     rec = t._rec
     rkey = rec.raw_key(key)

@@ -3,7 +3,7 @@
 Every function of a wrapped namespace that takes arrays is an :class:`Op` here.
 The namespace (``Autodiff(xp)``), the gradcheck specs and the docs are built
 from this table; nothing else lists ops. The table is filled by the modules
-that define rules (``autodiff/vjps/``, ``autodiff/nn/``), which the package
+that define rules (``autodiff/rules/``, ``autodiff/nn/``), which the package
 imports; this module imports none of them.
 
 A VJP rule has the signature ``rule(xp, g, ans, *args, **kwargs)``: ``g`` is
@@ -46,7 +46,13 @@ order, from:
 - otherwise the fallback: the VJP rule, recorded on a zero cotangent and transposed
   (the double-VJP trick, on that one node).
 
-``Op.jvp_kind`` says which; ``gradcheck --list`` shows it.
+``Op.jvp_kind`` says which; ``gradcheck --list`` shows it, with ``Op.vjp_kind`` and
+``Op.batch_kind``.
+
+``vmap`` batches an op by its rule ``batch`` (written beside the op as ``_<op>_batch``, or a
+generic maker of ``autodiff/rules/batch_rules.py``: ``leading``, ``axis("axis")``...), else
+by one derived from its metadata (``elementwise`` for a ``diagonal`` op), else by a loop
+over the examples (``engine/batching.py``'s ``rule_of``).
 """
 
 from __future__ import annotations
@@ -55,7 +61,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Op", "defop", "ops", "get", "DIFF", "CONST", "MISSING", "JVP_KINDS"]
+__all__ = [
+    "Op", "defop", "ops", "get", "DIFF", "CONST", "MISSING", "JVP_KINDS", "VJP_KINDS",
+    "BATCH_KINDS",
+]  # fmt: skip
 
 # Kinds of op: how the graph treats a call whose inputs require grad.
 DIFF = "diff"  # has a VJP rule
@@ -63,6 +72,12 @@ CONST = "const"  # piecewise constant or integer valued: outputs never require g
 MISSING = "missing"  # no rule yet: raises NotImplementedError at call time
 # Where a differentiable op's JVP comes from (see the module's docstring), best first.
 JVP_KINDS = ("written", "linear", "bilinear", "derived", "fallback")
+# Where an op's VJP comes from: written for it, derived from another rule (a custom_jvp's
+# JVP, transposed), or none yet (MISSING).
+VJP_KINDS = ("written", "derived", "missing")
+# Where an op's batching rule comes from: a generic one (a maker, or derived from its
+# metadata), one written for it, or none (vmap's loop over the examples).
+BATCH_KINDS = ("derived", "written", "fallback")
 
 
 @dataclass(eq=False)
@@ -149,9 +164,12 @@ class Op:
     whose JVP must then be written (or it falls back)."""
     batch: Callable | None = None
     """The batching rule (``vmap``), ``batch(c, *args, **kwargs)`` with the batch axis first
-    in the batched arguments (see ``autodiff/batching.py``); None: the table of
-    ``autodiff/batch_rules.py``, or one derived from the metadata (element-wise styles),
-    gives it, else a loop over examples."""
+    in the batched arguments (see ``engine/batching.py``).
+
+    Written beside the op as ``_<op>_batch``, or a generic maker of
+    ``rules/batch_rules.py`` (``passthrough``, ``leading``, ``axis("axis")``...). None: an
+    element-wise (``diagonal``) op gets ``elementwise``, derived from its metadata; an nn
+    op may still be in ``batching.NN_RULES`` (temporary); the others loop over examples."""
 
     def __post_init__(self):
         self.joint = callable(self.vjp)
@@ -181,6 +199,31 @@ class Op:
         if self.diagonal and (self.holomorphic or not self.complex) and not self.joint:
             return "derived"
         return "fallback"
+
+    @property
+    def vjp_kind(self) -> str | None:
+        """Where its VJP comes from (one of ``VJP_KINDS``); None for an op that carries no
+        gradient (CONST)."""
+        if self.kind == MISSING:
+            return "missing"
+        if self.kind != DIFF:
+            return None
+        rules = (self.vjp,) if self.joint else self.vjp
+        if any(getattr(r, "derived", False) for r in rules if r is not None):
+            return "derived"
+        return "written"
+
+    @property
+    def batch_kind(self) -> str:
+        """Where its batching rule comes from (one of ``BATCH_KINDS``), as ``vmap`` resolves
+        it: "derived" for a generic rule (marked ``batching.derived``: a maker, or derived
+        from the metadata), "written" for one of its own, "fallback" for none."""
+        from .batching import rule_of  # a layer above the registry: imported when asked
+
+        rule = rule_of(self)
+        if rule is None:
+            return "fallback"
+        return "derived" if getattr(rule, "derived", False) else "written"
 
     def pull(self, xp, g, ans, args, kwargs, wanted):
         """The op's VJP: one gradient per positional argument, from its rule(s) on the

@@ -1,6 +1,9 @@
-"""VJP rules of the standard, one module per chapter of the spec.
+"""The standard's ops, one module per chapter of the spec.
 
-Importing this package registers every rule in :mod:`autodiff.registry`.
+Each op is registered once, in its chapter's module, with its forward, its rules (VJP,
+JVP, batching: written beside it, or derived from its metadata) and its metadata;
+importing this package registers them in :mod:`autodiff.engine.registry`.
+:mod:`.batch_rules` holds the generic batching rules and the helpers rules share.
 """
 
 from . import (  # noqa: F401

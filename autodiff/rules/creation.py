@@ -9,6 +9,7 @@ from ..engine.grad_mode import is_grad_enabled
 from ..engine.namespace import recorder_of
 from ..engine.registry import CONST, defop
 from ..engine.tensor import Tensor, exported
+from .batch_rules import leading, passthrough
 
 
 def _has_tensor(obj):
@@ -79,6 +80,26 @@ def _from_dlpack_public(f, rec):
     return from_dlpack
 
 
+def _asarray_batch(c, x, **kwargs):
+    """``asarray`` of a batched value: the namespace's own, which keeps the graph of a
+    Tensor (the creation function itself would take its raw array)."""
+    flags = c.bd[0]
+    if isinstance(flags, tuple):  # a sequence of one example's arrays: stacked
+        if any(not hasattr(v, "shape") for v in x):
+            return NotImplemented
+        x = c.xp.stack([c.lift(v, b) for v, b in zip(x, flags)], axis=1)
+    return c.xp.asarray(x, **kwargs)
+
+
+def _from_dlpack_batch(c, x, **kwargs):
+    if getattr(x, "requires_grad", False):
+        raise RuntimeError(
+            "from_dlpack: can't convert a tensor that requires grad to a foreign array "
+            "(the graph would be cut silently); call .detach() first"
+        )
+    return c.f(x, **kwargs)
+
+
 def _tri(which):
     return lambda xp, g, ans, x, *, k=0: getattr(xp, which)(g, k=k)
 
@@ -94,15 +115,38 @@ def _meshgrid(xp, gs, ans, *arrays, indexing="xy"):
     return grads
 
 
+def _meshgrid_batch(c, *arrays, indexing="xy"):
+    """Output i repeats input i (1-D) along every axis but its own."""
+    xp = c.xp
+    k = len(arrays)
+    sizes = [a.shape[-1] for a in arrays]
+    order = list(range(k))
+    if indexing == "xy" and k >= 2:
+        order[0], order[1] = 1, 0
+    shape = tuple(sizes[j] for j in order)
+    out = []
+    for i, (a, b) in enumerate(zip(arrays, c.bd)):
+        where = order.index(i)
+        lone = tuple(sizes[i] if j == where else 1 for j in range(k))
+        a = xp.reshape(c.lift(a, b), (c.n,) + lone)
+        out.append(xp.broadcast_to(a, (c.n,) + shape))
+    return out
+
+
 for _name in (
     "arange", "empty", "empty_like", "eye", "full", "full_like", "linspace",
     "ones", "ones_like", "zeros", "zeros_like",
 ):  # fmt: skip
-    defop(_name, chapter="creation", kind=CONST, style="creation")
-defop("asarray", chapter="creation", kind=CONST, style="creation", public=_asarray_public)
-defop("from_dlpack", chapter="creation", kind=CONST, style="creation", public=_from_dlpack_public)
-defop("tril", _tri("tril"), chapter="creation", saves=(), linear=True)
-defop("triu", _tri("triu"), chapter="creation", saves=(), linear=True)
+    # of an array (the *_like ones): the result has the batch axis first already; of no
+    # array: no rule, the loop
+    _batch = passthrough if _name.endswith("_like") else None
+    defop(_name, chapter="creation", kind=CONST, style="creation", batch=_batch)
+defop("asarray", chapter="creation", kind=CONST, style="creation", public=_asarray_public,
+      batch=_asarray_batch)  # fmt: skip
+defop("from_dlpack", chapter="creation", kind=CONST, style="creation", public=_from_dlpack_public,
+      batch=_from_dlpack_batch)  # fmt: skip
+defop("tril", _tri("tril"), chapter="creation", saves=(), linear=True, batch=leading)
+defop("triu", _tri("triu"), chapter="creation", saves=(), linear=True, batch=leading)
 defop(
     "meshgrid",
     vjp=_meshgrid,
@@ -110,4 +154,5 @@ defop(
     impl=lambda B: lambda *arrays, indexing="xy": B.meshgrid(*arrays, indexing=indexing),
     saves=(),
     linear=True,
+    batch=_meshgrid_batch,
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..backends import device_of
 from ..engine.registry import defop
 from ._util import nondiff
+from .batch_rules import leading, passthrough
 
 
 def _astype_public(f, rec):
@@ -31,6 +32,7 @@ defop(
     saves=(),
     public=_astype_public,
     linear=True,
+    batch=leading,
 )
 defop(
     "to_device",
@@ -42,6 +44,8 @@ defop(
     public=_to_device_public,
     saves=(),
     linear=True,
+    batch=leading,
     doc="x.to_device(device): the gradient moves back to x's device",
 )
-nondiff("data_types", "can_cast", "finfo", "iinfo", "isdtype", "result_type")
+# no array result, or one that doesn't depend on the values: the op itself
+nondiff("data_types", "can_cast", "finfo", "iinfo", "isdtype", "result_type", batch=passthrough)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from ..backends import device_of
 from ..engine.registry import CONST, defop
+from .batch_rules import axes_with_shape, axis
 
 CH = "fft"
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho", None: "forward"}
@@ -152,19 +153,22 @@ def _hfft(xp, g, ans, x, *, n=None, axis=-1, norm="backward"):
     return _fit(xp, _hermitian_weights(xp, c, axis, g.shape[axis], g.dtype), axis, x.shape[axis])
 
 
-for _name, _rule in (
-    ("fft", _fft),
-    ("ifft", _ifft),
-    ("fftn", _fftn),
-    ("ifftn", _ifftn),
-    ("rfft", _rfft),
-    ("irfft", _irfft),
-    ("rfftn", _rfftn),
-    ("irfftn", _irfftn),
-    ("hfft", _hfft),
-    ("ihfft", _ihfft),
+# batching: the transformed axis (axes) shifted past the batch axis; the n-D ones'
+# axes=None means the last len(s) axes of one example
+_ONE, _SOME = axis(default=-1), axes_with_shape()
+for _name, _rule, _batch in (
+    ("fft", _fft, _ONE),
+    ("ifft", _ifft, _ONE),
+    ("fftn", _fftn, _SOME),
+    ("ifftn", _ifftn, _SOME),
+    ("rfft", _rfft, _ONE),
+    ("irfft", _irfft, _ONE),
+    ("rfftn", _rfftn, _SOME),
+    ("irfftn", _irfftn, _SOME),
+    ("hfft", _hfft, _ONE),
+    ("ihfft", _ihfft, _ONE),
 ):
-    defop(f"fft.{_name}", _rule, chapter=CH, saves=(), linear=True)
+    defop(f"fft.{_name}", _rule, chapter=CH, saves=(), linear=True, batch=_batch)
 
 defop("fft.fftfreq", chapter=CH, kind=CONST, style="creation")
 defop("fft.rfftfreq", chapter=CH, kind=CONST, style="creation")
@@ -174,6 +178,7 @@ defop(
     chapter=CH,
     saves=(),
     linear=True,
+    batch=axis(name="axes"),
 )
 defop(
     "fft.ifftshift",
@@ -181,4 +186,5 @@ defop(
     chapter=CH,
     saves=(),
     linear=True,
+    batch=axis(name="axes"),
 )

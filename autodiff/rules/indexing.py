@@ -8,6 +8,15 @@ import math
 from ..backends import device_of
 from ..engine.node import Zeros
 from ..engine.registry import defop
+from .batch_rules import (
+    broadcast_shape,
+    is_bool,
+    is_index_array,
+    key_parts,
+    lift_all,
+    mask_error,
+    shift,
+)
 
 
 def _index_add_impl(B):
@@ -97,9 +106,117 @@ def _setitem_jvp(xp, ts, ans, x, value, *, key):
     return out
 
 
+# -- batching rules (vmap): the batch axis first in each batched argument -----------------------
+def _contiguous(parts):
+    """Whether the array (and integer) parts of a key are next to each other: numpy then
+    keeps the advanced index's axes where they are, else it moves them first."""
+    pos = [i for i, k in enumerate(parts) if is_index_array(k) or type(k) is int]
+    if not any(is_index_array(k) for k in parts):
+        return True
+    return pos == list(range(pos[0], pos[0] + len(pos)))
+
+
+def _getitem_batch(c, x, *, key):
+    xp, n = c.xp, c.n
+    parts = key_parts(key)
+    flags = c.kd.get("key", False)
+    flags = flags if isinstance(flags, tuple) else (flags,) * len(parts)
+    if not any(flags):
+        arrays = [i for i, k in enumerate(parts) if is_index_array(k)]
+        if not arrays:
+            return x[(slice(None),) + parts]
+        if len(parts) == 1 and is_bool(parts[0]):  # one mask for every example
+            mask = xp.broadcast_to(parts[0], (n,) + tuple(parts[0].shape))
+            picked = x[mask]
+            return xp.reshape(picked, (n, -1) + tuple(picked.shape[1:]))
+        if arrays[0] == 0 and _contiguous(parts) and not any(is_bool(parts[i]) for i in arrays):
+            # integer arrays from the first axis on: the batch indexed by an arange
+            # too (the standard takes integer arrays only alongside integers)
+            shapes = [tuple(getattr(k, "shape", ())) for k in parts if is_index_array(k)]
+            r = len(broadcast_shape(*shapes))
+            first = xp.reshape(xp.arange(n, device=device_of(x)), (n,) + (1,) * r)
+            return x[(first,) + parts]
+        if not _contiguous(parts):
+            return NotImplemented
+        return x[(slice(None),) + parts]
+    for k, b in zip(parts, flags):
+        if b and is_bool(k):
+            raise mask_error("x[mask]")
+    # batched integer arrays: a gather with the examples' own indices
+    adv = [i for i, k in enumerate(parts) if is_index_array(k) or type(k) is int]
+    if not _contiguous(parts) or any(not isinstance(k, slice) for k in parts[: adv[0]]):
+        return NotImplemented
+    if any(k is None or k is Ellipsis for k in parts[adv[0] :]):
+        return NotImplemented
+    shapes = [
+        tuple(k.shape[1:]) if b else tuple(getattr(k, "shape", ()))
+        for k, b in zip(parts, flags)
+        if is_index_array(k)
+    ]
+    r = len(broadcast_shape(*shapes))
+    idx = [c.pad(k, r) if b else k for k, b in zip(parts, flags)]
+    pre = adv[0]
+    if c.bd[0]:
+        first = xp.reshape(xp.arange(n, device=device_of(x)), (n,) + (1,) * r)
+        out = x[(first,) + tuple(idx)]  # advanced axes first: (n, S..., pre..., rest)
+        if pre:
+            out = xp.moveaxis(out, tuple(range(1, 1 + r)), tuple(range(1 + pre, 1 + pre + r)))
+        return out
+    out = x[tuple(idx)]  # (pre..., n, S..., rest)
+    return xp.moveaxis(out, pre, 0) if pre else out
+
+
+def _take_batch(c, x, indices, *, axis=None):
+    xp, n = c.xp, c.n
+    bx, bi = c.bd
+    if axis is None:  # one example flattened (the standard: a 1-D x)
+        x = xp.reshape(x, (n, -1) if bx else (-1,))
+        ax = 0
+    else:
+        ax = axis % (x.ndim - bx)
+    if not bi:
+        return c.f(x, indices, axis=ax + 1)
+    if indices.ndim != 2:
+        return NotImplemented
+    k = indices.shape[1]
+    if not bx:  # every example's picks at once, then the examples' axis first
+        out = c.f(x, xp.reshape(indices, (-1,)), axis=ax)
+        out = xp.reshape(out, tuple(x.shape[:ax]) + (n, k) + tuple(x.shape[ax + 1 :]))
+        return xp.moveaxis(out, ax, 0)
+    # each example's own indices: offsets into the examples laid end to end
+    xm = xp.moveaxis(x, ax + 1, 1)
+    m = xm.shape[1]
+    flat = xp.reshape(xm, (n * m,) + tuple(xm.shape[2:]))
+    offsets = xp.reshape(xp.arange(n, dtype=indices.dtype, device=device_of(indices)) * m, (n, 1))
+    out = c.f(flat, xp.reshape(indices + offsets, (-1,)), axis=0)
+    out = xp.reshape(out, (n, k) + tuple(xm.shape[2:]))
+    return xp.moveaxis(out, 1, ax + 1)
+
+
+def _take_along_axis_batch(c, x, indices, *, axis=-1):
+    x, indices = lift_all(c, (x, indices))
+    return c.f(x, indices, axis=shift(axis, x.ndim - 1))
+
+
+def _index_add_batch(c, x, indices, values, *, axis=0):
+    if c.bd[1]:
+        return NotImplemented
+    x, values = c.lift(x, c.bd[0]), c.lift(values, c.bd[2])
+    return c.f(x, indices, values, axis=shift(axis, x.ndim - 1))
+
+
+def _setitem_batch(c, x, value, *, key):
+    """``x[key] = value`` never reaches the op table (it is no function of the namespace):
+    a Batched ``x`` writes into its value itself (``Batched.__setitem__``: full slices for
+    the batch axes, or example by example for batched indices); an unbatched one refuses
+    a batched value (``inplace.setitem``)."""
+    raise AssertionError("__setitem__ is batched by Batched.__setitem__")
+
+
 # gathers and scatter-adds are linear: forward mode applies them to the tangents
-defop("take", _take, chapter="indexing", saves=(1,), linear=True)
-defop("take_along_axis", _take_along_axis, chapter="indexing", saves=(1,), linear=True)
+defop("take", _take, chapter="indexing", saves=(1,), linear=True, batch=_take_batch)
+defop("take_along_axis", _take_along_axis, chapter="indexing", saves=(1,), linear=True,
+      batch=_take_along_axis_batch)  # fmt: skip
 defop(
     "__getitem__",
     _getitem,
@@ -107,6 +224,7 @@ defop(
     saves=(),
     linear=True,
     impl=lambda B: lambda x, *, key: x[key],
+    batch=_getitem_batch,
     doc="x[key]: basic slicing and integer or boolean array indexing",
 )
 defop(
@@ -117,6 +235,7 @@ defop(
     saves=(),
     jvp=_setitem_jvp,
     impl=lambda B: None,
+    batch=_setitem_batch,
     doc="x[key] = value: the gradient flows to the surviving old values and to value",
 )
 defop(
@@ -128,5 +247,6 @@ defop(
     impl=_index_add_impl,
     saves=(1,),
     linear=True,
+    batch=_index_add_batch,
     doc="out = x; out[..., indices[j], ...] += values[..., j, ...] (duplicates accumulate)",
 )

@@ -26,6 +26,7 @@ from __future__ import annotations
 from ..backends import device_of
 from ..engine.registry import defop
 from ._util import axes_of, conj, expand, is_complex, keep_shape, nondiff, reduction_jvp
+from .batch_rules import axis, leading
 
 CH = "linalg"
 INF = float("inf")
@@ -603,25 +604,64 @@ def _matrix_norm(xp, g, ans, x, *, keepdims=False, ord="fro"):
     raise ValueError(f"linalg.matrix_norm: no rule for ord={ord!r}")
 
 
-defop("linalg.inv", _inv, chapter=CH, saves=(), saves_ans=True, jvp=_inv_jvp)
-defop("linalg.det", _det, chapter=CH, saves_ans=True, jvp=_det_jvp)
-defop("linalg.slogdet", vjp=_slogdet, chapter=CH, saves_ans=True, jvp=_slogdet_jvp)
-defop("linalg.solve", vjp=_solve, chapter=CH, saves=(0,), saves_ans=True, jvp=_solve_jvp)
-defop("linalg.cholesky", _cholesky, chapter=CH, saves=(), saves_ans=True, jvp=_cholesky_jvp)
-defop("linalg.trace", _trace, chapter=CH, saves=(), linear=True)
-defop("linalg.diagonal", _diagonal, chapter=CH, saves=(), view=True, linear=True)
-defop("linalg.outer", vjp=_outer, chapter=CH, bilinear=True)
-defop("linalg.cross", vjp=_cross, chapter=CH, bilinear=True)
+# -- batching rules (vmap): the batch axis first in each batched argument -----------------------
+def _outer_batch(c, x1, x2):
+    """Each example's vectors: a column times a row (broadcast), whichever is batched."""
+    xp = c.xp
+    return xp.multiply(xp.expand_dims(x1, axis=-1), xp.expand_dims(x2, axis=-2))
+
+
+def _solve_batch(c, a, b):
+    """solve of each example; a 1-D ``b`` is one vector per example (the standard's rule
+    for a 1-D ``x2``), so it becomes a column."""
+    xp, n = c.xp, c.n
+    ba, bb = c.bd
+    ra, rb = c.rank(0, a), c.rank(1, b)
+    if rb == 1:
+        if not bb:
+            return c.f(a, b)
+        if not ba and ra == 2:  # one solve, the examples as the columns of the right side
+            return xp.matrix_transpose(c.f(a, xp.matrix_transpose(b)))
+        col = xp.reshape(b, (n,) + (1,) * (ra - 2) + (b.shape[-1], 1))
+        return xp.squeeze(c.f(a, col), axis=-1)
+    if ba and bb:
+        r = max(ra, rb)
+        return c.f(c.pad(a, r), c.pad(b, r))
+    if ba:
+        return c.f(c.pad(a, rb) if rb > ra else a, b)
+    return c.f(a, c.pad(b, ra) if ra > rb else b)
+
+
+def _cross_batch(c, x1, x2, *, axis=-1):
+    """Element-wise but along one axis (as ``vecdot``): each operand's examples aligned to
+    the larger rank, the axis counted from the end."""
+    r = max(c.rank(0, x1), c.rank(1, x2))
+    x1, x2 = (c.pad(a, r) if b else a for a, b in zip((x1, x2), c.bd))
+    return c.f(x1, x2, axis=axis - r if axis >= 0 else axis)
+
+
+# Ops on the trailing (matrix) axes batch over the leading ones (``batch=leading``).
+_MATRICES = {"chapter": CH, "batch": leading}
+defop("linalg.inv", _inv, saves=(), saves_ans=True, jvp=_inv_jvp, **_MATRICES)
+defop("linalg.det", _det, saves_ans=True, jvp=_det_jvp, **_MATRICES)
+defop("linalg.slogdet", vjp=_slogdet, saves_ans=True, jvp=_slogdet_jvp, **_MATRICES)
+defop("linalg.solve", vjp=_solve, chapter=CH, saves=(0,), saves_ans=True, jvp=_solve_jvp,
+      batch=_solve_batch)  # fmt: skip
+defop("linalg.cholesky", _cholesky, saves=(), saves_ans=True, jvp=_cholesky_jvp, **_MATRICES)
+defop("linalg.trace", _trace, saves=(), linear=True, **_MATRICES)
+defop("linalg.diagonal", _diagonal, saves=(), view=True, linear=True, **_MATRICES)
+defop("linalg.outer", vjp=_outer, chapter=CH, bilinear=True, batch=_outer_batch)
+defop("linalg.cross", vjp=_cross, chapter=CH, bilinear=True, batch=_cross_batch)
 defop("linalg.vector_norm", _vector_norm, chapter=CH, saves_ans=True,
-      jvp=reduction_jvp(_vector_norm))  # fmt: skip
-defop("linalg.matrix_norm", _matrix_norm, chapter=CH, saves_ans=True, jvp=_matrix_norm_jvp)
-defop("linalg.matrix_power", _matrix_power, chapter=CH, jvp=_matrix_power_jvp)
-defop("linalg.eigh", vjp=_eigh, chapter=CH, saves=(), saves_ans=True, jvp=_eigh_jvp)
-defop("linalg.eigvalsh", _eigvalsh, chapter=CH, jvp=_eigvalsh_jvp)
-defop("linalg.eig", vjp=_eig, chapter=CH, saves=(), saves_ans=True)
-defop("linalg.eigvals", _eigvals, chapter=CH)
-defop("linalg.svd", vjp=_svd, chapter=CH, saves=(), saves_ans=True)
-defop("linalg.svdvals", _svdvals, chapter=CH, jvp=_svdvals_jvp)
-defop("linalg.qr", vjp=_qr, chapter=CH, saves_ans=True)
-defop("linalg.pinv", _pinv, chapter=CH, saves_ans=True)
-nondiff(CH, "linalg.matrix_rank")
+      jvp=reduction_jvp(_vector_norm), batch=axis())  # fmt: skip
+defop("linalg.matrix_norm", _matrix_norm, saves_ans=True, jvp=_matrix_norm_jvp, **_MATRICES)
+defop("linalg.matrix_power", _matrix_power, jvp=_matrix_power_jvp, **_MATRICES)
+defop("linalg.eigh", vjp=_eigh, saves=(), saves_ans=True, jvp=_eigh_jvp, **_MATRICES)
+defop("linalg.eigvalsh", _eigvalsh, jvp=_eigvalsh_jvp, **_MATRICES)
+defop("linalg.eig", vjp=_eig, saves=(), saves_ans=True, **_MATRICES)
+defop("linalg.eigvals", _eigvals, **_MATRICES)
+defop("linalg.svd", vjp=_svd, saves=(), saves_ans=True, **_MATRICES)
+defop("linalg.svdvals", _svdvals, jvp=_svdvals_jvp, **_MATRICES)
+defop("linalg.qr", vjp=_qr, saves_ans=True, **_MATRICES)
+defop("linalg.pinv", _pinv, saves_ans=True, **_MATRICES)
+nondiff(CH, "linalg.matrix_rank", batch=leading)

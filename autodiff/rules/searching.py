@@ -6,6 +6,7 @@ from ..backends import device_of
 from ..engine.node import Zeros
 from ..engine.registry import defop
 from ._util import nondiff
+from .batch_rules import FLAT, axis, flags
 
 
 def _mask(xp, condition, g):
@@ -28,6 +29,18 @@ def _where_false(xp, g, ans, condition, x1, x2):
     return Zeros(xp.where(c, xp.zeros_like(g), g), c)
 
 
-# linear in x1 and x2 (the condition is piecewise constant)
-defop("where", None, _where_true, _where_false, chapter="searching", saves=(0,), linear=True)
-nondiff("searching", "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted")
+def _searchsorted_batch(c, x1, x2, **kwargs):
+    """Batched search values over one sorted ``x1``; a batched ``x1`` loops."""
+    if c.bd[0] or any(flags(c.kd)):
+        return NotImplemented
+    return c.f(x1, x2, **kwargs)
+
+
+# linear in x1 and x2 (the condition is piecewise constant); element-wise in all three
+# (diagonal), so it batches by broadcasting
+defop("where", None, _where_true, _where_false, chapter="searching", saves=(0,), linear=True,
+      diagonal=True)  # fmt: skip
+nondiff("searching", "argmax", "argmin", batch=axis(none=FLAT))
+nondiff("searching", "count_nonzero", batch=axis())
+nondiff("searching", "nonzero")  # its shape depends on the values: the loop
+nondiff("searching", "searchsorted", batch=_searchsorted_batch)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..engine.registry import defop
 from ._util import nondiff
+from .batch_rules import axis
 
 
 def _sort(xp, g, ans, x, *, axis=-1, descending=False, stable=True):
@@ -18,5 +19,6 @@ def _sort_jvp(xp, ts, ans, x, *, axis=-1, descending=False, stable=True):
     return xp.take_along_axis(ts[0], order, axis=axis)
 
 
-defop("sort", _sort, chapter="sorting", twice=False, complex=False, jvp=_sort_jvp)
-nondiff("sorting", "argsort")
+defop("sort", _sort, chapter="sorting", twice=False, complex=False, jvp=_sort_jvp,
+      batch=axis(default=-1))  # fmt: skip
+nondiff("sorting", "argsort", batch=axis(default=-1))

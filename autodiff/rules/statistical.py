@@ -18,6 +18,7 @@ from ._util import (
     keep_shape,
     reduction_jvp,
 )
+from .batch_rules import axis, shift
 
 
 def _sum(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
@@ -142,14 +143,31 @@ def _cumulative_prod_polynomial(xp, g, x, axis):
     return xp.moveaxis(prefix * inner, -1, axis)
 
 
-defop("sum", _sum, chapter="statistical", saves=(), linear=True)
-defop("mean", _mean, chapter="statistical", saves=(), linear=True)
+def _cumulative_batch(c, x, **kwargs):
+    """cumulative_sum and cumulative_prod: the axis shifted past the batch axis; none
+    given (a 1-D example) is the example's only axis."""
+    if not c.bd[0]:
+        return NotImplemented
+    if kwargs.get("axis") is None:
+        if x.ndim > 2:
+            return NotImplemented  # the backend's error: axis is required beyond 1-D
+        x = c.xp.reshape(x, (c.n, -1))
+        kwargs["axis"] = 1
+    else:
+        kwargs["axis"] = shift(kwargs["axis"], x.ndim - 1)
+    return c.f(x, **kwargs)
+
+
+# reductions batch by shifting their axes past the batch axis (axis=None: one example's)
+defop("sum", _sum, chapter="statistical", saves=(), linear=True, batch=axis())
+defop("mean", _mean, chapter="statistical", saves=(), linear=True, batch=axis())
 defop("max", _extremum, chapter="statistical", saves_ans=True, twice=False, complex=False,
-      jvp=reduction_jvp(_extremum))  # fmt: skip
+      jvp=reduction_jvp(_extremum), batch=axis())  # fmt: skip
 defop("min", _extremum, chapter="statistical", saves_ans=True, twice=False, complex=False,
-      jvp=reduction_jvp(_extremum))  # fmt: skip
-defop("var", _var, chapter="statistical", jvp=reduction_jvp(_var))
-defop("std", _std, chapter="statistical", saves_ans=True, jvp=reduction_jvp(_std))
-defop("prod", _prod, chapter="statistical", jvp=reduction_jvp(_prod, real=False))
-defop("cumulative_sum", _cumulative_sum, chapter="statistical", saves=(), linear=True)
-defop("cumulative_prod", _cumulative_prod, chapter="statistical")
+      jvp=reduction_jvp(_extremum), batch=axis())  # fmt: skip
+defop("var", _var, chapter="statistical", jvp=reduction_jvp(_var), batch=axis())
+defop("std", _std, chapter="statistical", saves_ans=True, jvp=reduction_jvp(_std), batch=axis())
+defop("prod", _prod, chapter="statistical", jvp=reduction_jvp(_prod, real=False), batch=axis())
+defop("cumulative_sum", _cumulative_sum, chapter="statistical", saves=(), linear=True,
+      batch=_cumulative_batch)  # fmt: skip
+defop("cumulative_prod", _cumulative_prod, chapter="statistical", batch=_cumulative_batch)

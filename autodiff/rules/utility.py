@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..backends import device_of
 from ..engine.registry import defop
 from ._util import nondiff
+from .batch_rules import axis, lift_all, shift
 
 
 def _diff_impl(B):
@@ -34,6 +35,18 @@ def _diff(xp, g, ans, x, prepend, append, *, axis=-1, n=1):
     return pieces["x"], pieces.get("prepend"), pieces.get("append")
 
 
+def _diff_batch(c, x, prepend, append, *, axis=-1, n=1):
+    x, prepend, append = lift_all(c, (x, prepend, append))
+    return c.f(x, prepend, append, axis=shift(axis, x.ndim - 1), n=n)
+
+
+def _isin_batch(c, x1, x2, **kwargs):
+    """Element-wise in ``x1``; a batched ``x2`` (one set per example) loops."""
+    if c.bd[1]:
+        return NotImplemented
+    return c.f(x1, x2, **kwargs)
+
+
 defop(
     "diff",
     vjp=_diff,
@@ -46,5 +59,7 @@ defop(
     ),
     saves=(),
     linear=True,
+    batch=_diff_batch,
 )
-nondiff("utility", "all", "any", "isin")
+nondiff("utility", "all", "any", batch=axis())
+nondiff("utility", "isin", batch=_isin_batch)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from ..engine import backward, grad_mode
-from ..engine.batching import Batched, depth
+from ..engine.batching import Batched, depth, derived
 from ..engine.grad_mode import mode
 from ..engine.namespace import recorder_of
 from ..engine.registry import Op
@@ -241,7 +241,7 @@ class custom_jvp:
         op = Op(
             name,
             "custom",
-            vjp=functools.partial(_custom_jvp_transposed, self, name, rec),
+            vjp=derived(functools.partial(_custom_jvp_transposed, self, name, rec)),
             jvp=functools.partial(_custom_jvp_rule, self, name, rec),
         )
         raws = [a.data if isinstance(a, Tensor) else a for a in args]

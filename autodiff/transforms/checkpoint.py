@@ -39,6 +39,7 @@ from ..engine.versions import saved_counter
 from ..nn import init
 from ..nn.functional.dropout import masks
 from ..nn.modules.module import Module
+from .common import running, running_as
 
 __all__ = ["checkpoint"]
 
@@ -149,7 +150,8 @@ def _forward(f, name, args, kwargs):
     nodes = _interior(pytree.leaves(out), lo)
     if nodes:
         # A checkpoint nested in this one leaves its draws in the log for this one too.
-        _Segment(f, name, tree, saved, list(inputs.values()), log[start:], nodes)
+        segment = _Segment(f, name, tree, saved, list(inputs.values()), log[start:], nodes)
+        segment.depth = running()  # an inner grad records (or not) alike when recomputed
     return out
 
 
@@ -212,7 +214,7 @@ class _Segment(Recompute):
     nodes it made (held weakly: the graph holds them, and they hold this)."""
 
     __slots__ = ("f", "name", "tree", "saved", "inputs", "draws", "refs", "records",
-                 "closed", "_by_id")  # fmt: skip
+                 "closed", "depth", "_by_id")  # fmt: skip
 
     def __init__(self, f, name, tree, saved, inputs, draws, nodes):
         self.f, self.name, self.tree, self.saved = f, name, tree, saved
@@ -289,7 +291,7 @@ class _Segment(Recompute):
         states = [(g, g.bit_generator.state) for g in generators]
         lo = next_seq()
         try:
-            with enable_grad():
+            with enable_grad(), running_as(self.depth):
                 out = self.f(*args, **kwargs)
         except Exception as exc:
             text = f"recomputing checkpointed '{name}' for the backward"

@@ -10,25 +10,70 @@ transforms nest (``grad(grad(f))``, ``hessian``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import threading
 
 from .. import pytree
 from ..checks import integers
+from ..engine import grad_mode
 from ..engine.batching import Batched
 from ..engine.namespace import recorder_of
 from ..engine.node import Node, attach, edge
 from ..engine.registry import Op
 from ..engine.tensor import Tensor
 
-__all__ = ["SCALARS", "IDENTITY", "variable", "leaf_variable", "barriers", "namespace_of",
-           "argnums_of", "lift_constants", "pair", "data", "plain", "requires_grad",
-           "in_kind", "unwrap", "outputs", "on_trees"]  # fmt: skip
+__all__ = ["SCALARS", "IDENTITY", "calling", "running", "running_as", "variable",
+           "leaf_variable", "barriers", "namespace_of", "argnums_of", "lift_constants",
+           "pair", "data", "plain", "requires_grad", "in_kind", "unwrap", "outputs",
+           "on_trees"]  # fmt: skip
 
 SCALARS = (bool, int, float, complex)
 
 # The op of every variable: an identity (its VJP and JVP pass the gradient or tangent on).
 IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=(),
               jvp=lambda xp, ts, ans, x: ts[0])  # fmt: skip
+
+
+class _Running(threading.local):
+    depth = 0  # how many transforms' functions are running in this thread
+
+
+_running = _Running()
+
+
+@contextlib.contextmanager
+def calling():
+    """Run a transform's function (recording); yields how many enclosing transforms are
+    running theirs.
+
+    Forward and reverse transforms alike count: a reverse transform inside any of them
+    records its backward pass when its function closes over an enclosing transform's
+    variable (``jvp`` of ``grad`` of a closure), else that transform sees a constant."""
+    depth = _running.depth
+    _running.depth = depth + 1
+    try:
+        with grad_mode.enable_grad():
+            yield depth
+    finally:
+        _running.depth = depth
+
+
+def running():
+    """How many transforms' functions are running in this thread."""
+    return _running.depth
+
+
+@contextlib.contextmanager
+def running_as(depth):
+    """Run with ``depth`` transforms' functions counted as running: a checkpointed
+    function recomputed by a backward pass records what its forward recorded."""
+    before = _running.depth
+    _running.depth = depth
+    try:
+        yield
+    finally:
+        _running.depth = before
 
 
 def variable(x, what, rec=None):

@@ -48,6 +48,7 @@ from .common import (
     SCALARS,
     argnums_of,
     barriers,
+    calling,
     data,
     in_kind,
     leaf_variable,
@@ -503,7 +504,7 @@ def _jvp(f, primals, tangents):
         variables.append(v)
         nodes.append(node)
     given = [Batched(v, levels) for v in variables] if levels else variables
-    with grad_mode.enable_grad():
+    with calling():  # an inner grad closing over a primal records its backward pass
         result = f(*pytree.unflatten(p_td, given))
     leaves, out_td = pytree.flatten(result)
     if levels:
@@ -563,7 +564,7 @@ def _jacfwd_looped(f, argnums=0):
             nodes.append(node)
         rec = recorder_of(variables[0])
         args = [a if i in nums else lift_constants(a, rec) for i, a in enumerate(args)]
-        with grad_mode.enable_grad():
+        with calling():  # an inner grad closing over an input records its backward pass
             result = f(*args)
         outs, several = outputs(result, "jacfwd")
         fwd = Forward(rec, outs, start, nodes)
@@ -607,7 +608,7 @@ def _gradient_of(f, what):
             v, node = variable(x, what)
             variables.append(v)
             nodes.append(node)
-        with grad_mode.enable_grad():
+        with calling():  # an inner grad closing over an input records its backward pass
             out = f(*variables)
         if not isinstance(out, Tensor):
             raise TypeError(f"{what}: the function must return a Tensor, got {type(out).__name__}")

@@ -13,10 +13,8 @@ mode.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import threading
 
 from .. import pytree
 from ..engine import backward, grad_mode
@@ -27,6 +25,7 @@ from ..engine.node import next_seq
 from ..engine.tensor import Tensor
 from .common import (
     argnums_of,
+    calling,
     lift_constants,
     namespace_of,
     on_trees,
@@ -259,30 +258,12 @@ def _differentiate(args, argnums, what):
     return args, inputs
 
 
-class _Running(threading.local):
-    depth = 0  # how many transforms' functions are running in this thread
-
-
-_running = _Running()
-
-
-@contextlib.contextmanager
-def _calling():
-    """Run a transform's function (recording); yields how many enclosing transforms are
-    running theirs."""
-    depth = _running.depth
-    _running.depth = depth + 1
-    try:
-        with grad_mode.enable_grad():
-            yield depth
-    finally:
-        _running.depth = depth
-
-
 def _reaches_outer(outs, start):
     """Whether the graph of ``outs`` recorded since ``start`` reads a tensor recorded
     before it (by an enclosing transform: ``f`` closes over its variable). Then the
-    gradient must be recorded, or that transform would get zero through it."""
+    gradient must be recorded, or that transform would get zero through it. Inside vmap
+    the graph is that of the batched values' Tensors."""
+    outs = [o.value if type(o) is Batched else o for o in outs]
     stack = [o._node for o in outs if isinstance(o, Tensor) and o._node is not None]
     seen = set()
     while stack:
@@ -310,7 +291,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
     def wrapper(*args, **kwargs):
         start = next_seq()
         args, inputs = _differentiate(args, argnums, "grad")
-        with _calling() as enclosing:
+        with calling() as enclosing:
             result = f(*args, **kwargs)
         if has_aux and not (isinstance(result, tuple) and len(result) == 2):
             raise TypeError(
@@ -358,7 +339,7 @@ def _vjp(f, primals, what):
     """(inputs, output tree of Tensors, a function: cotangent tree -> flat Tensors)."""
     start = next_seq()
     inputs = _Inputs(primals, what)
-    with _calling() as enclosing:
+    with calling() as enclosing:
         out = f(*inputs.trees)
     outs, out_td = pytree.flatten(out)
     for o in outs:
@@ -399,7 +380,7 @@ def _jacobian_looped(f, argnums=0):
         start = next_seq()
         args, inputs = _differentiate(args, argnums, "jacobian")
         variables, nodes = inputs.variables, inputs.nodes
-        with _calling() as enclosing:
+        with calling() as enclosing:
             out = f(*args)
         record = bool(enclosing) and _reaches_outer([out], start)
         rec = recorder_of(out)

@@ -73,4 +73,3 @@ def test_gradcheck_transcript_shows_todays_counts():
     everything = subprocess.run([*cli, "-q"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert everything.returncode == 0, everything.stdout
     assert summary.search(second).groups() == summary.search(everything.stdout).groups()
-

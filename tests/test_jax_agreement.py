@@ -372,16 +372,6 @@ def test_vjp_and_jvp_of_trees():
     agree(case)
 
 
-TREE_JACOBIANS = (
-    "trees in and out of jacfwd/jacrev: with array arguments (no tree in) the output must "
-    "be an array or a tuple of them, not a dict"
-)
-NUMBER_JACFWD = (
-    "jacfwd (so hessian) of a Python or NumPy number: its variable is made without a "
-    "namespace (grad's and jacrev's get NumPy's)"
-)
-
-
 @pytest.mark.parametrize("how", ["jacfwd", "jacrev"])
 def test_jacobian_of_trees(how):
     agree(lambda T: getattr(T, how)(functools.partial(tree_map_fn, T))(P))
@@ -391,21 +381,15 @@ def test_hessian_of_a_tree():
     agree(lambda T: T.hessian(functools.partial(tree_loss, T))(P, X0))
 
 
-@pytest.mark.parametrize(
-    "how",
-    [pytest.param(h, marks=pytest.mark.xfail(strict=True, reason=TREE_JACOBIANS))
-     for h in ("jacfwd", "jacrev")],
-)  # fmt: skip
+@pytest.mark.parametrize("how", ["jacfwd", "jacrev"])
 def test_jacobian_of_an_array_to_a_dict(how):
     agree(lambda T: getattr(T, how)(lambda x: {"s": T.xp.sin(x), "t": (x * x,)})(X0))
 
 
 @pytest.mark.parametrize(
     "how, kind",
-    [("grad", "python"), ("jacrev", "python"), ("jacrev", "numpy")]
-    + [pytest.param(h, k, marks=pytest.mark.xfail(strict=True, reason=NUMBER_JACFWD))
-       for h in ("jacfwd", "hessian") for k in ("python", "numpy")],
-)  # fmt: skip
+    [(h, k) for h in ("grad", "jacrev", "jacfwd", "hessian") for k in ("python", "numpy")],
+)
 def test_transforms_of_a_number(how, kind):
     x = 0.3 if kind == "python" else np.float64(0.3)
     agree(lambda T: getattr(T, how)(lambda a: T.xp.sin(a) * a**3)(x))
@@ -583,15 +567,12 @@ THROUGH = {
         ({"a": V, "b": [C]},),
     ),
 }
-HVP_IN_VMAP = "hvp inside vmap: the gradient it pushes forward is made on plain variables"
 
 
 @pytest.mark.parametrize(
     "name",
-    [n if n != "vmap(hvp)" else
-     pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=HVP_IN_VMAP))
-     for n in THROUGH],
-)  # fmt: skip
+    list(THROUGH),
+)
 def test_closure_through_vmap_checkpoint_and_jvp(name):
     agree(THROUGH[name])
 

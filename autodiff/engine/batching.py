@@ -181,6 +181,25 @@ class Batched:
         """The same examples, cut from the graph."""
         return Batched(self.value.detach(), self.levels)
 
+    def register_hook(self, hook):
+        """``hook`` called on each example's gradient (batched, as this value); a
+        non-None result replaces it. Returns the handle of ``value``'s hook."""
+        levels, rank = self.levels, self.ndim
+
+        def each(g):  # g: the gradient of every example, arriving at ``value``
+            if type(g) is Batched:
+                raise NotImplementedError(
+                    "register_hook: a hook on a batched value, in a backward pass batched "
+                    "over another vmap (vmap of vjp, jacrev, hessian), is not supported"
+                )
+            r = hook(Batched(g, levels))
+            if r is None:
+                return None
+            r = _expanded(r, levels, rank)  # the same for every example: broadcast
+            return r if tuple(r.shape) == tuple(g.shape) else g._rec.xp.broadcast_to(r, g.shape)
+
+        return self.value.register_hook(each)
+
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")

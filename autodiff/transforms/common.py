@@ -25,8 +25,7 @@ from ..engine.tensor import Tensor
 
 __all__ = ["SCALARS", "IDENTITY", "calling", "running", "running_as", "variable",
            "leaf_variable", "barriers", "namespace_of", "argnums_of", "lift_constants",
-           "pair", "data", "plain", "requires_grad", "in_kind", "unwrap", "outputs",
-           "on_trees"]  # fmt: skip
+           "pair", "data", "plain", "requires_grad", "in_kind", "unwrap", "on_trees"]  # fmt: skip
 
 SCALARS = (bool, int, float, complex)
 
@@ -89,7 +88,7 @@ def variable(x, what, rec=None):
         if not rec.backend.is_array(x):
             raise TypeError(
                 f"{what}: expected arrays, Tensors or Python numbers (in dicts, lists, "
-                f"tuples), got {type(x).__name__}"
+                f"tuples, dataclasses, registered nodes), got {type(x).__name__}"
             )
         x = rec.wrap(x)
     rec.backend.check_differentiable(x.dtype, what)
@@ -159,11 +158,17 @@ def lift_constants(tree, rec):
     same namespace, so that ``array_namespace(*args)`` inside ``f`` sees one namespace."""
 
     def lift(a):
-        if isinstance(a, (Tensor, *SCALARS)) or a is None:
+        # a batched value is one already (a backend that recognises arrays by their
+        # __array_namespace__ would take it for a raw array, and wrap it)
+        if isinstance(a, (Tensor, Batched, *SCALARS)) or a is None:
             return a
         return rec.wrap(a) if rec.backend.is_array(a) else a
 
-    return pytree.tree_map(lift, tree)
+    leaves, td = pytree.flatten(tree)
+    lifted = [lift(a) for a in leaves]
+    if all(a is b for a, b in zip(leaves, lifted)):
+        return tree  # no raw array: the caller's object itself (a dataclass f may mutate)
+    return pytree.unflatten(td, lifted)
 
 
 def pair(xp, rec, a, b):
@@ -206,52 +211,62 @@ def in_kind(trees, result):
     return pytree.tree_map(unwrap, result)
 
 
-def outputs(out, what):
-    """(the output Tensors, whether ``out`` is a tuple/list of them)."""
-    if isinstance(out, Tensor):
-        return [out], False
-    if isinstance(out, (tuple, list)) and out and all(isinstance(o, Tensor) for o in out):
-        return list(out), True
-    raise TypeError(
-        f"{what}: the function must return a Tensor or a tuple of Tensors, got {type(out).__name__}"
-    )
-
-
 def on_trees(core, f, argnums, what):
-    """``core`` (a Jacobian transform of arrays to one array or a tuple of them) on trees:
-    the arguments' leaves are differentiated one by one, the output's leaves one by one.
+    """``core`` (a Jacobian transform of a function of arrays returning a tuple of
+    arrays) on trees: the arguments picked by ``argnums`` are flattened to their leaves,
+    all differentiated in one call of ``core``, and the output's leaves are its outputs.
     The result is a tree of the output's structure whose leaves are trees of the
-    argument's (JAX's rule)."""
-    direct = core(f, argnums)
+    argument's, or tuples of them for a tuple ``argnums`` (JAX's rule)."""
 
     @functools.wraps(f)
     def wrapper(*args):
         nums = argnums_of(args, argnums, what)
-        if all(pytree.flatten(args[i])[1] == pytree.LEAF for i in nums):
-            return direct(*args)
         flats = [pytree.flatten(args[i]) for i in nums]
-        leaves = [leaf for ls, _ in flats for leaf in ls]
+        rec = namespace_of(list(args), what)
+        # a Python number is differentiated as a 0-d array of the call's namespace
+        leaves = [
+            rec.backend.asarray(leaf) if isinstance(leaf, SCALARS) else leaf
+            for ls, _ in flats
+            for leaf in ls
+        ]
+        lifted = [a if i in nums else lift_constants(a, rec) for i, a in enumerate(args)]
         structure = []
 
-        def leaf_call(*ls):
-            full, k = list(args), 0
+        def flat_f(*ls):
+            full, k = list(lifted), 0
             for i, (ls0, td) in zip(nums, flats):
                 full[i] = pytree.unflatten(td, ls[k : k + len(ls0)])
                 k += len(ls0)
             outs, td = pytree.flatten(f(*full))
-            structure[:] = [td, len(outs)]
-            return outs
+            structure.append(td)
+            return tuple(_output_leaf(rec, o, what) for o in outs)
 
-        leaf_call(*leaves)  # the output's structure (recorded, then dropped)
-        out_td, n_out = structure
+        if leaves:
+            jac = core(flat_f)(*leaves)  # [output][leaf]
+        else:  # nothing to differentiate: only the output's structure is needed
+            jac = [[] for _ in flat_f()]
         per_output = []
-        for o in range(n_out):
-            jac = core(lambda *ls, o=o: leaf_call(*ls)[o], tuple(range(len(leaves))))(*leaves)
+        for row in jac:
             trees, k = [], 0
             for ls, td in flats:
-                trees.append(pytree.unflatten(td, list(jac[k : k + len(ls)])))
+                trees.append(pytree.unflatten(td, list(row[k : k + len(ls)])))
                 k += len(ls)
             per_output.append(trees[0] if isinstance(argnums, int) else tuple(trees))
-        return pytree.unflatten(out_td, per_output)
+        return pytree.unflatten(structure[0], per_output)
 
     return wrapper
+
+
+def _output_leaf(rec, o, what):
+    """A leaf of a function's output as a Tensor: a constant (a raw array, a Python
+    number) is wrapped, so its Jacobian is zeros of its shape."""
+    if isinstance(o, (Tensor, Batched)):
+        return o
+    if isinstance(o, SCALARS) and not isinstance(o, bool):
+        return rec.wrap(rec.backend.asarray(o))
+    if o is not None and rec.backend.is_array(o):
+        return rec.wrap(o)
+    raise TypeError(
+        f"{what}: the function must return arrays or Tensors (in dicts, lists, tuples, "
+        f"dataclasses, registered nodes), got {type(o).__name__}"
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+from .. import pytree
 from ..engine import backward, grad_mode
 from ..engine.batching import Batched, depth, derived
 from ..engine.grad_mode import mode
@@ -30,7 +31,9 @@ class custom_vjp:
         def f(x, y): ...
         f.defvjp(fwd, bwd)   # fwd(*args) -> (out, residuals); bwd(residuals, g) -> grads
 
-    ``bwd`` returns one gradient (or None) per positional argument. ``fwd`` runs
+    ``bwd`` returns one gradient (or None) per positional argument. Arguments and the
+    output may be trees: ``bwd`` gets a cotangent of the output's structure and gives a
+    gradient of each argument's (None for a leaf it has none for). ``fwd`` runs
     without recording. Under ``create_graph`` (``hessian``, ``grad`` of ``grad``),
     ``fwd`` runs again on the recorded inputs, so the residuals depend on them, and
     ``bwd`` is recorded: written with the namespace's functions, it is itself
@@ -48,6 +51,8 @@ class custom_vjp:
         return self
 
     def __call__(self, *args):
+        if self.fwd is not None and _holds_tree(args):
+            return _on_leaves(self, args)
         if self.fwd is not None and depth[0] and _holds_batched(args):
             return _custom_under_vmap(self, args)
         tensors = [a for a in args if isinstance(a, Tensor)]
@@ -78,6 +83,80 @@ class custom_vjp:
 
 def _holds_batched(args):
     return any(type(a) is Batched for a in args)
+
+
+def _holds_tree(args):
+    """Whether an argument is a tree (a dict, a list, a dataclass...) holding a Tensor."""
+    for a in args:
+        if isinstance(a, (Tensor, Batched, int, float, complex)) or a is None:
+            continue
+        if pytree.children(a) is not None and any(
+            isinstance(leaf, (Tensor, Batched)) for leaf in pytree.leaves(a)
+        ):
+            return True
+    return False
+
+
+def _none_leaf(x):
+    return x is None
+
+
+def _on_leaves(cf, args):
+    """``cf`` (a custom_vjp or custom_jvp function) called on trees: the same function of
+    their leaves, its rules the user's taking and giving trees (a bwd's gradient, or a
+    tangent, of an argument's structure; None for a whole argument or a leaf)."""
+    leaves, td = pytree.flatten(args)
+    counts = [len(pytree.leaves(a)) for a in args]
+    out_td = []  # the output's structure, seen when fun or fwd runs
+
+    def unflat(ls):
+        return pytree.unflatten(td, list(ls))
+
+    def flat_out(out):
+        outs, otd = pytree.flatten(out, _none_leaf)
+        out_td[:] = [otd]
+        return outs[0] if otd == pytree.LEAF else tuple(outs)
+
+    def tree_of(flat):  # a flat output (or cotangent) as the output's tree
+        return pytree.unflatten(out_td[0], [flat] if out_td[0] == pytree.LEAF else list(flat))
+
+    @functools.wraps(cf.fun)
+    def fun(*ls):
+        return flat_out(cf.fun(*unflat(ls)))
+
+    inner = type(cf)(fun)
+    if isinstance(cf, custom_vjp):
+
+        def fwd(*ls):
+            out, residuals = cf.fwd(*unflat(ls))
+            return flat_out(out), residuals
+
+        def bwd(residuals, g):
+            grads = _flat(cf.bwd(residuals, tree_of(g)))
+            if len(grads) != len(args):
+                return grads  # the count is reported by the caller
+            flat = []
+            for a, n, gr in zip(args, counts, grads):
+                gl = [None] * n if gr is None else pytree.leaves(gr, _none_leaf)
+                if len(gl) != n:
+                    raise ValueError(
+                        f"custom_vjp '{fun.__name__}': bwd returned a gradient of structure "
+                        f"{pytree.describe(pytree.tree_structure(gr))} for an argument of "
+                        f"structure {pytree.describe(pytree.tree_structure(a))}"
+                    )
+                flat += gl
+            return tuple(flat)
+
+        inner.defvjp(fwd, bwd)
+    else:
+
+        def rule(primals, tangents):
+            out, tangent = cf.jvp_fn(unflat(primals), unflat(tangents))
+            flat_tangent = flat_out(tangent)
+            return flat_out(out), flat_tangent
+
+        inner.defjvp(rule)
+    return tree_of(inner(*leaves))
 
 
 def _custom_under_vmap(cv, args):
@@ -200,6 +279,7 @@ class custom_jvp:
     ``backward``) transposes it: ``f_jvp`` is recorded on tangent variables and
     differentiated with respect to them (it is linear in the tangents), so ``f_jvp``
     must be written with the namespace's functions on the tangents it is given.
+    Arguments and the output may be trees (tangents of the same structures).
     ``f`` itself runs without recording where an input requires grad.
     """
 
@@ -221,6 +301,8 @@ class custom_jvp:
         return inner
 
     def __call__(self, *args):
+        if self.jvp_fn is not None and _holds_tree(args):
+            return _on_leaves(self, args)
         if self.jvp_fn is not None and depth[0] and any(type(a) is Batched for a in args):
             return custom_call(args, self._rebuild)
         tensors = [a for a in args if isinstance(a, Tensor)]

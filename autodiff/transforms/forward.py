@@ -39,29 +39,25 @@ from ..engine import backward, grad_mode
 from ..engine.batching import Batched, active, depth
 from ..engine.errors import add_context, add_op_name
 from ..engine.grad_mode import mode
-from ..engine.namespace import recorder_of
 from ..engine.node import Meta, Outer, Zeros, check_node, next_seq
 from ..engine.registry import DIFF
 from ..engine.tensor import Tensor
 from .common import (
     IDENTITY,
     SCALARS,
-    argnums_of,
     barriers,
     calling,
     data,
     in_kind,
     leaf_variable,
-    lift_constants,
     namespace_of,
     on_trees,
-    outputs,
     pair,
     plain,
     requires_grad,
     variable,
 )
-from .reverse import jacobian
+from .reverse import grad, jacobian
 from .vmap import batched_variable, levels_of, merge, vmap
 
 __all__ = ["jvp", "jacfwd", "hvp", "hessian", "Forward"]
@@ -516,9 +512,12 @@ def _jvp(f, primals, tangents):
             outs.append(o)
         elif rec.backend.is_array(o):
             outs.append(rec.wrap(o))  # a constant: zero tangent
+        elif isinstance(o, SCALARS) and not isinstance(o, bool):
+            outs.append(rec.wrap(rec.backend.asarray(o)))
         else:
             raise TypeError(
-                f"jvp: the function must return Tensors (in dicts, lists, tuples), got "
+                f"jvp: the function must return Tensors (in dicts, lists, tuples, "
+                f"dataclasses, registered nodes), got "
                 f"{type(o).__name__}"
             )
     fwd = Forward(rec, outs, start, nodes)
@@ -534,39 +533,39 @@ def _jvp(f, primals, tangents):
     return pytree.unflatten(out_td, values), pytree.unflatten(out_td, tangent_outs)
 
 
-def _jacfwd_looped(f, argnums=0):
-    """The Jacobian by forward mode (JAX's ``jax.jacfwd``): ``jacfwd(f)(x)`` has shape
-    ``f(x).shape + x.shape``. ``f`` is recorded once, then one forward pass per element
-    of the differentiated inputs (so an ``R^1 -> R^n`` function costs one pass, where
-    ``jacrev`` needs ``n`` backward passes). A tuple ``argnums`` gives a tuple of
-    Jacobians; a function returning a tuple gives a tuple (over outputs) of them.
-    Inputs must be real (the Jacobian of a function of complex inputs that need not be
-    holomorphic is no complex matrix: use ``jvp``); outputs may be complex."""
+def _refuse_complex(rec, i, p):
+    if rec.is_complex(p.dtype):
+        raise TypeError(
+            f"jacfwd: argument {i} is complex ({p.dtype}); the Jacobian of a function "
+            "of complex inputs that need not be holomorphic is no complex matrix: "
+            "use jvp, or differentiate with respect to the real and imaginary parts"
+        )
+
+
+def _jacfwd_looped(f):
+    """The Jacobian by forward mode of ``f`` (arrays -> a tuple of arrays) outside vmap,
+    [output][argument] -> ``out.shape + x.shape``. ``f`` is recorded once, then one
+    forward pass per element of the arguments (so an ``R^1 -> R^n`` function costs one
+    pass, where ``jacrev`` needs ``n`` backward passes). Inputs must be real (the
+    Jacobian of a function of complex inputs that need not be holomorphic is no complex
+    matrix: use ``jvp``); outputs may be complex."""
 
     @functools.wraps(f)
     def wrapper(*args):
-        nums = argnums_of(args, argnums, "jacfwd")
-        nested = mode.enabled and any(requires_grad(args[i]) for i in nums)
+        nested = mode.enabled and any(map(requires_grad, args))
+        rec = namespace_of(args, "jacfwd")
         start = next_seq()
-        args = list(args)
         variables, nodes = [], []
-        for i in nums:
-            v, node = variable(args[i], "jacfwd")
-            rec = recorder_of(v)
-            if rec.is_complex(v.dtype):
-                raise TypeError(
-                    f"jacfwd: argument {i} is complex ({v.dtype}); the Jacobian of a function "
-                    "of complex inputs that need not be holomorphic is no complex matrix: "
-                    "use jvp, or differentiate with respect to the real and imaginary parts"
-                )
-            args[i] = v
+        for i, a in enumerate(args):
+            v, node = variable(a, "jacfwd", rec)
+            _refuse_complex(rec, i, v)
             variables.append(v)
             nodes.append(node)
-        rec = recorder_of(variables[0])
-        args = [a if i in nums else lift_constants(a, rec) for i, a in enumerate(args)]
-        with calling():  # an inner grad closing over an input records its backward pass
-            result = f(*args)
-        outs, several = outputs(result, "jacfwd")
+        with (
+            grad_mode.enable_grad(),
+            calling(),
+        ):  # an inner grad closing over an input records its backward pass
+            outs = f(*variables)
         fwd = Forward(rec, outs, start, nodes)
         record = mode.enabled and (fwd.outer or nested)
         B = rec.backend
@@ -592,46 +591,32 @@ def _jacfwd_looped(f, argnums=0):
                     else:
                         j = B.zeros(shape, dtype=o.dtype, device=B.device_of(o.data))
                     per.append(j if isinstance(j, Tensor) else rec.wrap_out(j))
-                jacs.append(per[0] if isinstance(argnums, int) else tuple(per))
-        return type(result)(jacs) if several else jacs[0]
+                jacs.append(per)
+        return jacs
 
     return wrapper
 
 
 def _gradient_of(f, what):
-    """``f``'s gradient with respect to every argument, recorded (so that it can be
-    pushed forward again): a Tensor for one argument, a tuple for several."""
+    """``f``'s gradient with respect to every argument (trees; batched inside vmap),
+    recorded (so that it can be pushed forward again): reverse mode's ``grad`` on the
+    variables of the forward pass, which require grad. A tree for one argument, a
+    tuple of them for several."""
 
-    def grad_f(*xs):
-        variables, nodes = [], []
-        for x in xs:
-            v, node = variable(x, what)
-            variables.append(v)
-            nodes.append(node)
-        with calling():  # an inner grad closing over an input records its backward pass
-            out = f(*variables)
-        if not isinstance(out, Tensor):
+    def checked(*xs):
+        out = f(*xs)
+        if not isinstance(out, (Tensor, Batched)):
             raise TypeError(f"{what}: the function must return a Tensor, got {type(out).__name__}")
-        rec = recorder_of(out)
-        B = rec.backend
-        if B.size_of(out.data) != 1 or rec.is_complex(out.dtype):
+        if math.prod(out.shape) != 1 or plain(out)._rec.is_complex(out.dtype):
             raise ValueError(
                 f"{what}: the function must return a real scalar, it returned shape "
                 f"{out.shape}, dtype {out.dtype}"
             )
-        grads = [None] * len(nodes)
-        if out.requires_grad:
-            with grad_mode.enable_grad():
-                grads = backward.gradients(out, B.ones_like(out.data), nodes, create_graph=True,
-                                        retain_graph=True)  # fmt: skip
-        result = []
-        for v, g in zip(variables, grads):
-            if g is None:
-                g = rec.wrap(B.zeros_like(v.data))
-            elif not isinstance(g, Tensor):
-                g = rec.wrap_out(g)
-            result.append(g)
-        return result[0] if len(result) == 1 else tuple(result)
+        return out
+
+    def grad_f(*xs):
+        g = grad(checked, argnums=tuple(range(len(xs))))(*xs)
+        return g[0] if len(g) == 1 else g
 
     return grad_f
 
@@ -660,73 +645,45 @@ def hvp(f, primals, tangents):
     return in_kind((primals, tangents), _hvp(f, primals, tangents))
 
 
-def _jacfwd_arrays(f, argnums=0):
-    """The Jacobian by forward mode (JAX's ``jacfwd``): ``jacfwd(f)(x)`` has shape
-    ``f(x).shape + x.shape``: ``f`` recorded once, then one forward pass per element of
-    ``x`` (an ``R^1 -> R^n`` function costs one pass); inside vmap, ``vmap`` of ``jvp``
-    over the rows of the identity. A tuple ``argnums`` gives a tuple of Jacobians; a
-    function returning a tree gives the tree of them. Inputs must be real; outputs may
-    be complex."""
+def _jacfwd_arrays(f):
+    """The Jacobian by forward mode of ``f`` (arrays -> a tuple of arrays), [output]
+    [argument] -> ``out.shape + x.shape``: outside vmap ``f`` recorded once, then one
+    forward pass per element of ``x``; inside vmap, ``vmap`` of ``jvp`` over the rows of
+    the identity. Inputs must be real; outputs may be complex."""
 
-    looped = _jacfwd_looped(f, argnums)
+    looped = _jacfwd_looped(f)
 
     @functools.wraps(f)
     def wrapper(*args):
         if not (depth[0] and active()):
             # outside vmap, the recorded graph takes one tangent per pass: as fast for a
             # few inputs, and custom_jvp rules apply (vmap runs their plain function)
-            return in_kind(_picked(args, argnums), looped(*args))
-        nums = argnums_of(args, argnums, "jacfwd")
-        others = [a for i, a in enumerate(args) if i not in nums]
-        primals = [args[i] for i in nums]
-        rec = namespace_of(primals + others, "jacfwd")
-        lifted = [a if i in nums else lift_constants(a, rec) for i, a in enumerate(args)]
+            return in_kind(args, looped(*args))
+        rec = namespace_of(args, "jacfwd")
         B, xp = rec.backend, rec.xp
-        dense = []
-        for i, p in zip(nums, primals):
-            if isinstance(p, (int, float)) and not isinstance(p, bool):
-                p = B.asarray(float(p))
+        for i, p in enumerate(args):
             if not isinstance(p, (Tensor, Batched)) and not B.is_array(p):
                 raise TypeError(f"jacfwd: expected an array or a Tensor, got {type(p).__name__}")
-            if rec.is_complex(p.dtype):
-                raise TypeError(
-                    f"jacfwd: argument {i} is complex ({p.dtype}); the Jacobian of a function "
-                    "of complex inputs that need not be holomorphic is no complex matrix: "
-                    "use jvp, or differentiate with respect to the real and imaginary parts"
-                )
-            dense.append(p)
-
-        def g(*ps):
-            full = list(lifted)
-            for i, p in zip(nums, ps):
-                full[i] = p
-            return f(*full)
+            _refuse_complex(rec, i, p)
 
         def zeros(p):
             return xp.zeros_like(p) if isinstance(p, (Tensor, Batched)) else B.zeros_like(p)
 
-        jacs = []
-        for k, p in enumerate(dense):
+        jacs = []  # [argument][output]
+        for k, p in enumerate(args):
             shape = tuple(p.shape)
             n = math.prod(shape)
-            raw = p.data if isinstance(p, (Tensor, Batched)) else p
-            eye = B.eye(n, dtype=p.dtype, device=B.device_of(raw))
+            eye = B.eye(n, dtype=p.dtype, device=B.device_of(data(plain(p))))
             eye = rec.wrap(B.reshape(eye, (n,) + shape))
 
             def push(t, k=k):
-                tangents = [t if j == k else zeros(q) for j, q in enumerate(dense)]
-                return _jvp(g, tuple(dense), tuple(tangents))[1]
+                tangents = [t if j == k else zeros(q) for j, q in enumerate(args)]
+                return _jvp(f, tuple(args), tuple(tangents))[1]
 
             # the columns: (n,) + out.shape per output, put last and split as x's shape
             cols = vmap(push, out_axes=-1)(eye)
-            jacs.append(pytree.tree_map(lambda c: xp.reshape(c, tuple(c.shape[:-1]) + shape), cols))
-        if isinstance(argnums, int):
-            result = jacs[0]
-        else:  # a tree of tuples: per output, one Jacobian per argument
-            flat = [pytree.flatten(j)[0] for j in jacs]
-            td = pytree.flatten(jacs[0])[1]
-            result = pytree.unflatten(td, [tuple(col) for col in zip(*flat)])
-        return in_kind(primals, result)
+            jacs.append([xp.reshape(c, tuple(c.shape[:-1]) + shape) for c in cols])
+        return in_kind(args, [list(row) for row in zip(*jacs)])
 
     return wrapper
 
@@ -742,12 +699,5 @@ def jacfwd(f, argnums=0):
 def hessian(f, argnums=0):
     """``hessian(f)(x)`` has shape ``x.shape + x.shape``: ``jacfwd(jacrev(f))``, forward
     over reverse, as JAX's (one recorded backward pass, then one forward pass through it
-    per element of ``x``)."""
+    per element of ``x``); of a tree, the tree of blocks ``H[a][b]`` (JAX's structure)."""
     return jacfwd(jacobian(f, argnums), argnums)
-
-
-def _picked(args, argnums):
-    try:
-        return [args[i] for i in argnums_of(args, argnums, "jacobian")]
-    except (TypeError, ValueError):
-        return args  # the transform itself reports it

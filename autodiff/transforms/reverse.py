@@ -371,90 +371,95 @@ def _pairing(rec, c, t):
     return xp.sum(c * t)
 
 
-def _jacobian_looped(f, argnums=0):
-    """``jacobian`` outside vmap: one backward pass per element of the output (custom_vjp
-    rules apply; vmap runs their plain function)."""
+def _complex_output(o):
+    return TypeError(
+        f"jacobian: the function returns complex values ({o.dtype}); the "
+        "Jacobian of a function that need not be holomorphic is no complex "
+        "matrix: differentiate a real function of it, or use vjp / jvp"
+    )
+
+
+def _zeros(rec, shape, like):
+    B = rec.backend
+    return rec.wrap(B.zeros(shape, dtype=like.dtype, device=B.device_of(like.data)))
+
+
+def _jacobian_looped(f):
+    """``jacobian`` outside vmap of ``f`` (arrays -> a tuple of arrays): one backward pass
+    per element of each output (custom_vjp rules apply; vmap runs their plain
+    function). Gives [output][argument] -> Jacobian."""
 
     @functools.wraps(f)
     def wrapper(*args):
         start = next_seq()
-        args, inputs = _differentiate(args, argnums, "jacobian")
+        args, inputs = _differentiate(args, tuple(range(len(args))), "jacobian")
         variables, nodes = inputs.variables, inputs.nodes
         with calling() as enclosing:
-            out = f(*args)
-        record = bool(enclosing) and _reaches_outer([out], start)
-        rec = recorder_of(out)
+            outs = f(*args)
+        record = bool(enclosing) and _reaches_outer(outs, start)
+        rec = inputs.rec
         B = rec.backend
-        if rec.is_complex(out.dtype):
-            raise TypeError(
-                f"jacobian: the function returns complex values ({out.dtype}); the "
-                "Jacobian of a function that need not be holomorphic is no complex "
-                "matrix: differentiate a real function of it, or use vjp / jvp"
-            )
-        n = B.size_of(out.data)
-        rows = [[] for _ in variables]
-        for k in range(n):
-            onehot = B.reshape(
-                B.astype(B.arange(n, device=B.device_of(out.data)) == k, out.dtype), out.shape
-            )
-            grads = _gradients(out, variables, nodes, onehot, retain_graph=True, record=record)
-            for r, gr in zip(rows, grads):
-                r.append(gr)
         jacs = []
-        for v, r in zip(variables, rows):
-            stacked = rec.xp.stack(r, axis=0) if r else rec.wrap(B.zeros((0,) + v.shape))
-            jacs.append(rec.xp.reshape(stacked, tuple(out.shape) + tuple(v.shape)))
-        return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs), record)
+        for out in outs:
+            if rec.is_complex(out.dtype):
+                raise _complex_output(out)
+            n = B.size_of(out.data)
+            rows = [[] for _ in variables]
+            for k in range(n if out.requires_grad else 0):  # a constant: zeros below
+                onehot = B.reshape(
+                    B.astype(B.arange(n, device=B.device_of(out.data)) == k, out.dtype), out.shape
+                )
+                grads = _gradients(out, variables, nodes, onehot, retain_graph=True, record=record)
+                for r, gr in zip(rows, grads):
+                    r.append(gr)
+            per = []
+            for v, r in zip(variables, rows):
+                shape = tuple(out.shape) + tuple(v.shape)
+                per.append(rec.xp.reshape(rec.xp.stack(r, axis=0), shape) if r
+                           else _zeros(rec, shape, v))  # fmt: skip
+            jacs.append(per)
+        return inputs.give(jacs, record)
 
     return wrapper
 
 
-def _jacrev_arrays(f, argnums=0):
-    """``jacobian(f)(x)`` has shape ``f(x).shape + x.shape`` (reverse mode, JAX's
-    ``jacrev``): one recorded call of ``f``, then one backward pass per row; inside vmap,
-    one for all the rows at once, ``vmap(vjp_fn)`` over the rows of the identity."""
+def _jacrev_arrays(f):
+    """The Jacobian by reverse mode of ``f`` (arrays -> a tuple of arrays), [output]
+    [argument] -> ``out.shape + x.shape``: one recorded call of ``f``, then one backward
+    pass per row; inside vmap, one for all the rows of an output at once,
+    ``vmap(vjp_fn)`` over the rows of the identity."""
 
-    looped = _jacobian_looped(f, argnums)
+    looped = _jacobian_looped(f)
 
     @functools.wraps(f)
     def wrapper(*args):
         if not (depth[0] and active()):
             return looped(*args)
-        nums = argnums_of(args, argnums, "jacobian")
-        others = [a for i, a in enumerate(args) if i not in nums]
-        rec = namespace_of([args[i] for i in nums] + others, "jacobian")
-        lifted = [a if i in nums else lift_constants(a, rec) for i, a in enumerate(args)]
-
-        def g(*ps):
-            full = list(lifted)
-            for i, p in zip(nums, ps):
-                full[i] = p
-            return f(*full)
-
-        inputs, out, vjp_fn = _vjp(g, [args[i] for i in nums], "jacobian")
-        if not isinstance(out, (Tensor, Batched)):
-            raise TypeError(
-                f"jacobian: the function must return a Tensor, got {type(out).__name__}"
-            )
-        if rec.is_complex(out.dtype):
-            raise TypeError(
-                f"jacobian: the function returns complex values ({out.dtype}); the "
-                "Jacobian of a function that need not be holomorphic is no complex "
-                "matrix: differentiate a real function of it, or use vjp / jvp"
-            )
+        inputs, outs, vjp_fn = _vjp(f, args, "jacobian")
+        rec = inputs.rec
         B, xp = rec.backend, rec.xp
-        n = math.prod(out.shape)
-        device = B.device_of(out.data)
-        eye = B.reshape(B.eye(n, dtype=out.dtype, device=device), (n,) + tuple(out.shape))
-        rows = vmap(vjp_fn)(rec.wrap(eye)) if n else [None] * len(inputs.variables)
+        zeros = [rec.wrap(B.zeros(o.shape, dtype=o.dtype, device=B.device_of(o.data)))
+                 for o in outs]  # fmt: skip
         jacs = []
-        with grad_mode.enable_grad() if inputs.nested else grad_mode.no_grad():
-            for v, r in zip(inputs.variables, rows):
-                shape = tuple(out.shape) + tuple(v.shape)
-                if r is None:
-                    r = rec.wrap(B.zeros(shape, dtype=v.dtype, device=device))
-                jacs.append(xp.reshape(r, shape))
-        return inputs.give(jacs[0] if isinstance(argnums, int) else tuple(jacs), vjp_fn.record)
+        for k, out in enumerate(outs):
+            if rec.is_complex(out.dtype):
+                raise _complex_output(out)
+            n = math.prod(out.shape)
+            device = B.device_of(out.data)
+            eye = B.reshape(B.eye(n, dtype=out.dtype, device=device), (n,) + tuple(out.shape))
+
+            def pull(row, k=k):  # the cotangent: this row for output k, zeros elsewhere
+                return vjp_fn(tuple(row if j == k else z for j, z in enumerate(zeros)))
+
+            rows = vmap(pull)(rec.wrap(eye)) if n and out.requires_grad else None
+            per = []
+            with grad_mode.enable_grad() if inputs.nested else grad_mode.no_grad():
+                for i, v in enumerate(inputs.variables):
+                    shape = tuple(out.shape) + tuple(v.shape)
+                    per.append(_zeros(rec, shape, v) if rows is None
+                               else xp.reshape(rows[i], shape))  # fmt: skip
+            jacs.append(per)
+        return inputs.give(jacs, vjp_fn.record)
 
     return wrapper
 

@@ -90,20 +90,26 @@ def _spec_leaves(spec, tree, what, label):
     """One axis (int or None) per leaf of ``tree``, from ``spec``, a prefix of its structure."""
     if spec is None or isinstance(spec, int) and not isinstance(spec, bool):
         return [spec] * len(pytree.leaves(tree))
-    if isinstance(spec, dict) and isinstance(tree, dict) and set(spec) == set(tree):
-        keys = pytree.flatten(tree)[1][1][1]  # the tree's keys, in its leaves' order
-        return [a for key in keys for a in _spec_leaves(spec[key], tree[key], what, label)]
-    if (
-        isinstance(spec, (tuple, list))
-        and isinstance(tree, (tuple, list))
-        and not isinstance(spec, dict)
-        and len(spec) == len(tree)
-    ):
-        return [a for s, t in zip(spec, tree) for a in _spec_leaves(s, t, what, label)]
+    s, t = pytree.children(spec), pytree.children(tree)
+    if s is not None and t is not None and _same_node(s, t):
+        return [a for sc, tc in zip(s[2], t[2]) for a in _spec_leaves(sc, tc, what, label)]
     raise ValueError(
         f"vmap: {what} {spec!r} is not a prefix of the structure of {label} (an int, None, "
-        "or a dict / tuple / list matching it, as JAX)"
+        "or a dict / tuple / list / dataclass / registered node matching it, as JAX)"
     )
+
+
+def _same_node(s, t):
+    """Whether two nodes (``pytree.children``) match: dicts of the same keys, sequences
+    (a list for a tuple too) of the same length, nodes of the same class."""
+    (skind, smeta, skids), (tkind, tmeta, tkids) = s, t
+    if skind != tkind or len(skids) != len(tkids):
+        return False
+    if skind == "dict":
+        return smeta[1] == tmeta[1]
+    if skind == "node":
+        return smeta[0] is tmeta[0]
+    return True
 
 
 def custom_call(args, rebuild):
@@ -212,7 +218,10 @@ def map_call(f, in_axes, out_axes, axis_size, args, kwargs, rec):
         for leaves, ax in zip(flat, axes):
             new.append([_batch_leaf(wrap_leaf(x), a, level) if a is not None else wrap_leaf(x)
                         for x, a in zip(leaves, ax)])  # fmt: skip
-        call_args = [pytree.unflatten(td, leaves) for td, leaves in zip(tds, new[:-1])]
+        call_args = [
+            a if all(x is y for x, y in zip(old, leaves)) else pytree.unflatten(td, leaves)
+            for a, old, td, leaves in zip(args, flat, tds, new)
+        ]  # an argument left as it is (unmapped, no raw array) is the caller's object
         call_kwargs = pytree.unflatten(kw_td, new[-1])
         out = f(*call_args, **call_kwargs)
         outs, out_td = pytree.flatten(out)

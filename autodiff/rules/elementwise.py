@@ -130,11 +130,23 @@ def _hypot(which):
 
 
 binary("hypot", _hypot(0), _hypot(1), saves_ans=True, twice=False, complex=False)
+
+
+def _logaddexp_share(xp, g, mine, other):
+    """d logaddexp / d mine = sigmoid(mine - other) = 1 / (1 + exp(other - mine)), from the
+    difference of the inputs: exp(mine - logaddexp) loses the digits that rounding took
+    from the result (at 1e300 both sides got 1, not 1/2). exp of -|t| never overflows;
+    a tie (infinities of one sign included: no inf - inf) gives half to each side."""
+    tie, z = mine == other, xp.zeros_like(g)  # g: the result's shape; either side may be a scalar
+    t = xp.where(tie, z, mine + z) - xp.where(tie, z, other + z)
+    e = xp.exp(-xp.abs(t))
+    return xp.where(t >= 0, 1 / (1 + e), e / (1 + e))
+
+
 binary(
     "logaddexp",
-    lambda xp, g, ans, x1, x2: g * xp.exp(x1 - ans),
-    lambda xp, g, ans, x1, x2: g * xp.exp(x2 - ans),
-    saves_ans=True,
+    lambda xp, g, ans, x1, x2: g * _logaddexp_share(xp, g, x1, x2),
+    lambda xp, g, ans, x1, x2: g * _logaddexp_share(xp, g, x2, x1),
     complex=False,
 )
 

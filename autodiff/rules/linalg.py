@@ -410,8 +410,11 @@ def _pinv(xp, g, ans, x, *, rtol=None):
     """Golub & Pereyra: ``dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P``
     (P = pinv(A)), PyTorch's pinv_backward as its adjoint. Exact where the rank is
     locally constant: at full rank, or where the singular values that ``rtol`` cuts are
-    exactly zero; ``rtol`` (a cut-off, piecewise constant) gets no gradient. Where the cut
-    drops nonzero singular values, the gradient treats them as zero."""
+    exactly zero; ``rtol`` (a cut-off, piecewise constant) gets no gradient. NumPy's
+    default cut (``rtol=None``: rounding level) is treated as exact zeros; a given
+    ``rtol``, which may cut nonzero singular values, takes ``_pinv_cut``."""
+    if rtol is not None:
+        return _pinv_cut(xp, g, x, rtol)
     m, n = x.shape[-2], x.shape[-1]
 
     def adjoint(G):
@@ -424,6 +427,29 @@ def _pinv(xp, g, ans, x, *, rtol=None):
         K = P @ Gh
         PhK = Ph @ K
         return -_H(xp, K @ P) + (Gh - A @ K) @ P @ Ph + PhK - (PhK @ P) @ A
+
+    return _from_adjoint(xp, adjoint, g)
+
+
+def _pinv_cut(xp, g, x, rtol):
+    """The derivative of the truncated pseudo-inverse ``P = V W U^H`` (``A = U S V^H``,
+    ``w = 1/s`` where ``s > rtol max(s)``, else 0), through the SVD's rule:
+    ``gU = G^H V W``, ``gVh = W U^H G^H``, ``gs = -w^2 Re diag(V^H G U)``. Golub-Pereyra
+    differentiates ``pinv(A)``, not the truncation: it is off where a cut singular value
+    is not zero (the kept and cut singular vectors turn into each other)."""
+    u, s, vh = xp.linalg.svd(x, full_matrices=False)
+    cut = rtol * xp.max(s, axis=-1, keepdims=True)
+    if hasattr(rtol, "ndim"):  # an array: one cut-off per matrix of the batch
+        cut = rtol[..., None] * xp.max(s, axis=-1, keepdims=True)
+    keep = s > cut
+    w = xp.where(keep, 1 / xp.where(keep, s, xp.ones_like(s)), xp.zeros_like(s))
+
+    def adjoint(G):
+        v, gh = _H(xp, vh), _H(xp, G)
+        gu = (gh @ v) * w[..., None, :]
+        gvh = w[..., :, None] * (_H(xp, u) @ gh)
+        gs = -(w * w) * _re(xp, xp.linalg.diagonal(_H(xp, v) @ (G @ u)))
+        return _svd_adjoint(xp, gu, gs, gvh, u, s, vh)
 
     return _from_adjoint(xp, adjoint, g)
 

@@ -44,6 +44,17 @@ def _spread(rng, n, batch=(), complex_=False):
     return 0.5 * a + np.diag(np.linspace(-2.0, 2.0, n))
 
 
+def _with_singular_values(rng, m, n, values, batch=(), complex_=False):
+    """(m, n) matrices with the given singular values (random singular vectors)."""
+    draw = _c if complex_ else _in
+    u, _ = np.linalg.qr(draw(rng, batch + (m, m)))
+    v, _ = np.linalg.qr(draw(rng, batch + (n, n)))
+    s = np.zeros(batch + (m, n))
+    k = min(m, n)
+    s[..., range(k), range(k)] = values
+    return u @ s @ np.conj(np.swapaxes(v, -1, -2))
+
+
 # -- calls ------------------------------------------------------------------------
 def _H(xp, a):
     return xp.conj(xp.matrix_transpose(a))
@@ -251,4 +262,13 @@ spec("linalg.pinv", lambda rng: [
     Sample((_in(rng, (2, 4)),), lambda xp, a: xp.linalg.pinv(a), "wide"),
     Sample((_well(rng, 2, (2,)),), lambda xp, a: xp.linalg.pinv(a, rtol=1e-8), "batched, rtol"),
     Sample((_c(rng, (3, 2)),), lambda xp, a: xp.linalg.pinv(a), "complex"),
+    # rtol cuts a nonzero singular value (0.05 <= 0.1 * 3): the truncation's derivative
+    Sample((_with_singular_values(rng, 4, 3, [3.0, 1.0, 0.05]),),
+           lambda xp, a: xp.linalg.pinv(a, rtol=0.1), "tall, rtol cuts 0.05"),
+    Sample((_with_singular_values(rng, 3, 4, [3.0, 1.0, 0.05]),),
+           lambda xp, a: xp.linalg.pinv(a, rtol=0.1), "wide, rtol cuts 0.05"),
+    Sample((_with_singular_values(rng, 3, 3, [2.0, 0.5, 0.0], batch=(2,)),),
+           lambda xp, a: xp.linalg.pinv(a, rtol=0.5), "batched, rtol cuts 0.5 and 0"),
+    Sample((_with_singular_values(rng, 3, 2, [3.0, 0.05], complex_=True),),
+           lambda xp, a: xp.linalg.pinv(a, rtol=0.1), "complex, rtol cuts 0.05"),
 ])  # fmt: skip

@@ -242,13 +242,16 @@ defop(
 
 
 def _logsumexp_rule(xp, g, ans, x, *, axis=None, keepdims=False):
-    """g * exp(x - logsumexp(x)) (the softmax): 0 for a row of -inf, and as in torch NaN
-    only at an inf entry ([inf, 0, 1] gives [nan, 0, 0])."""
+    """g * softmax(x), the softmax computed from x - max: exp(x - logsumexp(x)) loses the
+    digits rounding took from logsumexp (1 per entry of [1e300] * 3, not 1/3; three digits
+    of float32 logits near 1e4). 0 for a row of -inf; as in torch NaN only at an +inf
+    entry ([inf, 0, 1] gives [nan, 0, 0]: that row is shifted by 0, as in the forward)."""
     kept = keep_shape(x.shape, axes_of(axis, x.ndim))
     ge = g if keepdims else xp.reshape(g, kept)
-    lse = ans if keepdims else xp.reshape(ans, kept)
-    dead = lse == -math.inf  # every entry -inf: exp(x - 0) is 0 there
-    return ge * xp.exp(x - xp.where(dead, xp.zeros_like(lse), lse))
+    m = _max_const(xp, x, axis)
+    m = xp.where(m == math.inf, xp.zeros_like(m), m)
+    e = xp.exp(x - m)
+    return ge * (e / _exp_sum(xp, xp.sum(e, axis=axis, keepdims=True)))
 
 
 defop(
@@ -256,7 +259,6 @@ defop(
     _logsumexp_rule,
     chapter=CH,
     impl=lambda B: lambda x, *, axis=None, keepdims=False: _logsumexp(B, x, axis, keepdims),
-    saves_ans=True,
     jvp=reduction_jvp(_logsumexp_rule),  # sum(softmax(x) t)
     doc="log(sum(exp(x))) over axis; -inf for a row of -inf (gradient 0 there)",
 )

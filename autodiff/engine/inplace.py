@@ -13,7 +13,9 @@ counter, so nodes that saved it refuse to run (a read-only view, numpy's
 ``diagonal``, is written as when recording). A leaf that requires grad, and
 its views, can't be written while recording: a clear error at the write.
 Where the library made a copy rather than a view, a write stops at the copy;
-a ``detach()`` alias writes into the buffer it shares.
+a ``detach()`` alias writes into the buffer it shares. A buffer a transform borrowed
+from its caller is copied before the first write into it (``_own``): ``f`` never
+changes the arrays it is given.
 """
 
 from __future__ import annotations
@@ -88,6 +90,26 @@ def _copies(t, value):
     if end == "alias":
         return False
     return versions.is_saved(t) or any(b._rg for b in chain)
+
+
+def _own(t):
+    """Give the family of ``t`` (its root and every live view or alias of it) a copy of
+    the buffer a transform borrowed from its caller (``versions.lend``), before a first
+    write into it: same values, same nodes, the caller's array untouched. No write has
+    gone into the family since it was lent, so each view is taken again from its base
+    (in creation order: a base before its views)."""
+    c = t._version
+    B = t._rec.backend
+    root = t
+    while root._base is not None:
+        root = root._base[0]
+    root.data = B.asarray(root.data, copy=True)
+    for v in [r() for r in c[2]]:
+        if v is None or v is root or v._base is None:
+            continue
+        base, how = v._base
+        v.data = base.data if type(how) in (Alias, Same) else how(B, base.data)
+    del c[3:]  # the family's buffer is its own now
 
 
 def _check_writable(t, what):
@@ -211,6 +233,9 @@ def setitem(t, key, value):
     """``t[key] = value``."""
     if batching.depth[0] and batching.holds((value,) + batching.key_parts(key), None):
         raise batching.unbatched_write_error("x[key] = value")
+    c = t._version
+    if c is not None and len(c) > 3:  # versions.is_lent, inlined: the hot path of writes
+        _own(t)
     rec = t._rec
     rkey = rec.raw_key(key)
     v = rec.raw(value, "__setitem__")
@@ -236,6 +261,9 @@ def inplace(t, name, other):
     """``t op= other`` for the binary op ``name`` ("add" for ``+=``); returns ``t``."""
     if batching.depth[0] and type(other) is batching.Batched:
         raise batching.unbatched_write_error(f"in-place {name}")
+    c = t._version
+    if c is not None and len(c) > 3:  # versions.is_lent, inlined
+        _own(t)
     rec = t._rec
     what = f"in-place {name}"
     if _copies(t, other):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import weakref
 
-__all__ = ["saved_counter", "version_counter", "is_saved", "share_version", "bump", "ALIAS",
-           "SAME", "Alias", "Same"]  # fmt: skip
+__all__ = ["saved_counter", "version_counter", "is_saved", "share_version", "bump", "lend",
+           "is_lent", "ALIAS", "SAME", "Alias", "Same"]  # fmt: skip
 
 _MODIFIED = [1]  # a version counter that never matches: marks a saved output as overwritten
 
@@ -41,6 +41,23 @@ def is_saved(t):
     """Whether a node may still need the values in ``t``'s buffer."""
     c = t._version
     return c is not None and (len(c) == 1 or c[1])
+
+
+def lend(t):
+    """Mark ``t``'s buffer as the caller's (an array a transform was given): a write into
+    ``t``, a view or an alias of it gives them a copy first, in any grad mode, so ``f``
+    never changes its caller's arrays (JAX's convention). A fourth entry of the counter,
+    shared by the views; the copy has a counter of its own. Returns ``t``."""
+    c = version_counter(t)
+    if len(c) == 3:
+        c.append(True)
+    return t
+
+
+def is_lent(t):
+    """Whether ``t``'s buffer is a caller's (see :func:`lend`)."""
+    c = t._version
+    return c is not None and len(c) > 3
 
 
 class Alias:

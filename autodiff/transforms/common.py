@@ -16,7 +16,7 @@ import threading
 
 from .. import pytree
 from ..checks import integers
-from ..engine import grad_mode
+from ..engine import grad_mode, versions
 from ..engine.batching import Batched
 from ..engine.namespace import recorder_of
 from ..engine.node import Node, attach, edge
@@ -24,7 +24,7 @@ from ..engine.registry import Op
 from ..engine.tensor import Tensor
 
 __all__ = ["SCALARS", "IDENTITY", "calling", "running", "running_as", "variable",
-           "leaf_variable", "barriers", "namespace_of", "argnums_of", "lift_constants",
+           "leaf_variable", "borrowed", "barriers", "namespace_of", "argnums_of", "lift_constants",
            "pair", "data", "plain", "requires_grad", "in_kind", "unwrap", "on_trees"]  # fmt: skip
 
 SCALARS = (bool, int, float, complex)
@@ -93,7 +93,18 @@ def variable(x, what, rec=None):
         x = rec.wrap(x)
     rec.backend.check_differentiable(x.dtype, what)
     node = Node(IDENTITY, (None,), {}, None, (edge(x),), ())
-    return attach(rec.wrap(x.data), node), node
+    return attach(versions.lend(rec.wrap(x.data)), node), node
+
+
+def borrowed(x):
+    """A Tensor standing for the caller's Tensor ``x`` inside a transform: its buffer,
+    lent (a write inside ``f`` copies it first: the caller's tensor never changes), and
+    its graph through an identity node when ``x`` requires grad."""
+    rec = x._rec
+    t = versions.lend(rec.wrap(x.data))
+    if not x._rg:
+        return t
+    return attach(t, Node(IDENTITY, (None,), {}, None, (edge(x),), ()))
 
 
 def leaf_variable(rec, data):
@@ -162,7 +173,7 @@ def lift_constants(tree, rec):
         # __array_namespace__ would take it for a raw array, and wrap it)
         if isinstance(a, (Tensor, Batched, *SCALARS)) or a is None:
             return a
-        return rec.wrap(a) if rec.backend.is_array(a) else a
+        return versions.lend(rec.wrap(a)) if rec.backend.is_array(a) else a
 
     leaves, td = pytree.flatten(tree)
     lifted = [lift(a) for a in leaves]

@@ -17,7 +17,7 @@ import functools
 import math
 
 from .. import pytree
-from ..engine import backward, grad_mode
+from ..engine import backward, grad_mode, versions
 from ..engine.batching import Batched, active, depth
 from ..engine.grad_mode import mode
 from ..engine.namespace import recorder_of
@@ -190,7 +190,7 @@ class _Inputs:
             return self.rec.wrap(self.rec.backend.asarray(x))
         if not self.rec.backend.is_array(x):
             variable(x, what, self.rec)  # its error: not an array
-        return self.rec.wrap(x)
+        return versions.lend(self.rec.wrap(x))  # f never writes into the caller's array
 
     def regroup(self, flat):
         """The per-leaf results as one tree per argument, each leaf of its input's kind."""

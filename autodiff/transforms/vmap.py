@@ -14,9 +14,10 @@ import functools
 import inspect
 
 from .. import pytree
+from ..engine import versions
 from ..engine.batching import Batched, active, enter, leave, peel, wrap_level
 from ..engine.tensor import Tensor
-from .common import namespace_of
+from .common import borrowed, namespace_of
 
 __all__ = ["vmap", "map_call", "regroup", "merge", "levels_of", "batched_variable",
            "custom_call"]  # fmt: skip
@@ -244,7 +245,8 @@ def _lifter(rec):
     def lift(x):
         if isinstance(x, (Tensor, Batched)) or x is None or isinstance(x, _SCALARS):
             return x
-        return rec.wrap(x) if rec.backend.is_array(x) else x
+        # lent: a write inside f copies first, so the caller's array never changes
+        return versions.lend(rec.wrap(x)) if rec.backend.is_array(x) else x
 
     return lift
 
@@ -258,6 +260,8 @@ def _batch_leaf(x, a, level):
         if a:
             v = v._rec.xp.moveaxis(v, k + a, k)
         return Batched(v, x.levels + (level,))
+    if not versions.is_lent(x):  # a caller's Tensor: itself never changes
+        x = borrowed(x)
     if a:
         x = x._rec.xp.moveaxis(x, a, 0)
     return Batched(x, (level,))

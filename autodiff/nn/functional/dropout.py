@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from ... import checks
+from ...engine.batching import Batched, active
 from ...engine.namespace import recorder_of
 from ...engine.registry import defop
 
@@ -37,7 +38,9 @@ def dropout(input, p=0.5, training=True, seed=None):
     new one. The standard has no random numbers: the mask comes from the backend's
     ``bernoulli`` kernel: drawn by NumPy on the host and copied to the device once
     (never back), or on the device by CuPy's generator (the same seed then gives
-    another mask than on NumPy).
+    another mask than on NumPy). Inside ``vmap`` each example draws its own mask (as
+    ``torch.func.vmap(..., randomness="different")``); with a ``seed``, each gets that
+    seed's mask, as in a loop over the examples.
     """
     checks.number("dropout", "p", p, 0.0, 1.0)
     checks.flag("dropout", "training", training)
@@ -45,7 +48,7 @@ def dropout(input, p=0.5, training=True, seed=None):
         seed = int(checks.integer("dropout", "seed", seed, low=0))
     if not training or p == 0.0:
         return input
-    return _dropout(input, p, seed)
+    return _dropout(input, p, seed, per_example=seed is None)
 
 
 class _Masks(threading.local):
@@ -60,12 +63,18 @@ class _Masks(threading.local):
 masks = _Masks()
 
 
-def _dropout(input, p, seed):
-    """``dropout`` while training, of checked arguments (0 < p <= 1, seed None or an int)."""
+def _dropout(input, p, seed, per_example=True):
+    """``dropout`` while training, of checked arguments (0 < p <= 1, seed None or an int).
+    ``per_example``: inside vmap, a mask per example (a module's seed is drawn afresh on
+    each call, as no seed is); False for a seed the user gave, which fixes the mask of
+    each example, as it fixes it in a loop over them."""
     rec = recorder_of(input)
     xp = rec.namespace
     draw = masks.draw
-    shape = tuple(input.shape)
+    # inside vmap, one mask per example (torch.func's randomness="different"): the
+    # mask has an axis per running vmap, batched input or not
+    running = active() if per_example else ()
+    shape = tuple(size for _, size in running) + tuple(input.shape)
     if draw is None:
         keep = rec.backend.bernoulli(shape, 1.0 - p, seed)
     else:
@@ -73,4 +82,6 @@ def _dropout(input, p, seed):
     scale = xp.asarray(keep, dtype=input.dtype, device=input.device)
     if p < 1.0:
         scale = scale * (1.0 / (1.0 - p))
+    if running:
+        scale = Batched(scale, tuple(level for level, _ in running))
     return rec.xp.nn.dropout(input, scale)

@@ -99,6 +99,29 @@ class LRScheduler:
         return {k: v for k, v in vars(self).items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore a :meth:`state_dict`: its keys must be this schedule's attributes;
+        nothing changes if it is invalid."""
+        name = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"{name}: expected a dict, got {type(state_dict).__name__}")
+        own = self.state_dict()
+        unknown = [k for k in state_dict if k not in own]
+        if unknown:
+            raise ValueError(
+                f"{name}: keys {unknown} are no state of a {type(self).__name__} "
+                f"(expected some of {sorted(own)})"
+            )
+        touched = [self, *getattr(self, "_schedulers", ())]
+        before = [dict(vars(x)) for x in touched]
+        try:
+            self._load(dict(state_dict))
+        except Exception:
+            for x, attrs in zip(touched, before):  # an error changes nothing
+                x.__dict__.clear()
+                x.__dict__.update(attrs)
+            raise
+
+    def _load(self, state_dict: dict) -> None:
         self.__dict__.update(state_dict)
 
 
@@ -213,9 +236,17 @@ class LambdaLR(LRScheduler):
         ]
         return sd
 
-    def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
+    def _load(self, state_dict):
         lambdas = state_dict.pop("lr_lambdas", [None] * len(self.lr_lambdas))
+        if (
+            not isinstance(lambdas, list)
+            or len(lambdas) != len(self.lr_lambdas)
+            or any(not (saved is None or isinstance(saved, dict)) for saved in lambdas)
+        ):
+            raise ValueError(
+                f"LambdaLR.load_state_dict: lr_lambdas must be a list of {len(self.lr_lambdas)} "
+                f"dicts or None (the state of callable objects), got {lambdas!r}"
+            )
         self.__dict__.update(state_dict)
         for f, saved in zip(self.lr_lambdas, lambdas):
             if saved is not None:
@@ -508,9 +539,13 @@ class SequentialLR(LRScheduler):
         sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return sd
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        inner = state_dict.pop("_schedulers")
+    def _load(self, state_dict: dict) -> None:
+        inner = state_dict.pop("_schedulers", None)
+        if not isinstance(inner, list) or len(inner) != len(self._schedulers):
+            raise ValueError(
+                f"SequentialLR.load_state_dict: '_schedulers' must be a list of "
+                f"{len(self._schedulers)} state dicts"
+            )
         self.__dict__.update(state_dict)
         for s, saved in zip(self._schedulers, inner):
             s.load_state_dict(saved)

@@ -303,8 +303,18 @@ class Optimizer:
             B = rec.backend
             device = B.device_of(p.data)
             shape, dtype = _state_like(rec, p)
+            if not isinstance(entry, dict):
+                raise TypeError(
+                    f"{name}: the state of parameter {idx} must be a dict, got "
+                    f"{type(entry).__name__}"
+                )
             restored = {}
             for key, value in entry.items():
+                if not (_is_array(value) or value is None or isinstance(value, numbers.Number)):
+                    raise TypeError(
+                        f"{name}: state '{key}' of parameter {idx} must be an array or a "
+                        f"number, got {type(value).__name__}"
+                    )
                 if _is_array(value):
                     if tuple(value.shape) != shape:
                         raise ValueError(

@@ -372,16 +372,29 @@ class Module:
                 )
         if errors:
             raise RuntimeError(f"load_state_dict for {type(self).__name__}: " + "; ".join(errors))
+        # every value converted before any is written: a bad one changes nothing
+        pending = []
         for k, (m, table, attr) in slots.items():
             if k in state_dict:
                 target = getattr(m, table)[attr]
-                value = state_dict[k]
-                if isinstance(value, Tensor):
-                    value = value.detach()
-                xp = target.__array_namespace__()
-                with no_grad():
-                    target[...] = xp.asarray(value, dtype=target.dtype, device=device_of(target))
+                pending.append((target, self._converted(k, state_dict[k], target)))
+        with no_grad():
+            for target, value in pending:
+                target[...] = value
         return IncompatibleKeys(missing, unexpected)
+
+    def _converted(self, key, value, target):
+        """``value`` as an array of ``target``'s namespace, dtype and device."""
+        if isinstance(value, Tensor):
+            value = value.detach()
+        xp = target.__array_namespace__()
+        try:
+            return xp.asarray(value, dtype=target.dtype, device=device_of(target))
+        except Exception as exc:
+            raise TypeError(
+                f"load_state_dict for {type(self).__name__}: {key!r} can't be read as "
+                f"{target.dtype} ({type(value).__name__}: {exc}); nothing was loaded"
+            ) from exc
 
     def to(self, xp=None, *, dtype=None, device=None):
         """Move every parameter and buffer to namespace ``xp`` (raw or differentiable),

@@ -196,7 +196,7 @@ def _sdpa_packed_rule(xp, g, a, qkv, mask, *, heads, is_causal, scale):
 
 
 def _self_attention_packed_batch(c, qkv, mask, **kwargs):
-    """The batch folded into N; a mask per example (or per N) broadcast to
+    """The batch folded into N; a batched mask, or a 4-D one (per N), broadcast to
     (n * N, heads, L, L)."""
     xp, n = c.xp, c.n
     bq, bm = c.bd

@@ -38,7 +38,6 @@ from .engine.grad_mode import enable_grad, is_grad_enabled, no_grad  # noqa: E40
 from .engine.namespace import Autodiff  # noqa: E402
 from .engine.tensor import Tensor  # noqa: E402
 from .io import load, save  # noqa: E402
-from .rules import batch_rules  # noqa: E402, F401  (fills the nn part of vmap's table)
 from .transforms import (  # noqa: E402
     checkpoint,
     custom_jvp,

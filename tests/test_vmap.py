@@ -329,18 +329,16 @@ def _standard_names():
 
 
 def test_batch_kind_agrees_with_how_rule_of_resolves_the_rule():
+    from autodiff.nn.functional.linear import _linear_batch
     from autodiff.rules import linear_algebra
 
-    seen = {"declared": 0, "nn table": 0, "metadata": 0, "none": 0}
+    seen = {"declared": 0, "metadata": 0, "none": 0}
     for name, op in registry.ops().items():
         rule = batching.rule_of(op)
-        # the order of rule_of: declared, the temporary nn table, derived from metadata
+        # the order of rule_of: declared (the nn ops too), derived from metadata
         if op.batch is not None:
             assert rule is op.batch, name
             seen["declared"] += 1
-        elif name in batching.NN_RULES:
-            assert rule is batching.NN_RULES[name], name
-            seen["nn table"] += 1
         elif op.diagonal:
             assert rule is batching.elementwise, name
             seen["metadata"] += 1
@@ -350,7 +348,7 @@ def test_batch_kind_agrees_with_how_rule_of_resolves_the_rule():
         want = "fallback" if rule is None else ("derived" if getattr(rule, "derived", False)
                                                 else "written")  # fmt: skip
         assert op.batch_kind == want, name
-    assert seen == {"declared": 95, "nn table": 37, "metadata": 77, "none": 15}
+    assert seen == {"declared": 132, "metadata": 77, "none": 15}
     kinds = [op.batch_kind for op in registry.ops().values()]
     assert {k: kinds.count(k) for k in registry.BATCH_KINDS} == {
         "derived": 149, "written": 60, "fallback": 15,
@@ -363,17 +361,20 @@ def test_batch_kind_agrees_with_how_rule_of_resolves_the_rule():
     assert exp.batch_kind == "derived" and registry.get("where").batch_kind == "derived"
     assert registry.get("sum").batch is not None and registry.get("sum").batch_kind == "derived"
     assert registry.get("linalg.inv").batch is br.leading
+    assert registry.get("nn.linear").batch is _linear_batch
     assert registry.get("nn.linear").batch_kind == "written"
+    assert registry.get("pad2d").batch is br.leading  # a kernel nn registers
+    assert registry.get("nn.softmax").batch_kind == "derived"  # axis(...), a maker
     assert registry.get("unique_values").batch_kind == "fallback"
 
 
-def test_no_table_keyed_by_op_names_holds_rules_of_the_standard():
-    """Each op of the standard declares its rule at registration: no module-level dict
-    maps one of its names to a rule; the nn part of batching's table (temporary) holds nn
-    ops only."""
+def test_no_table_keyed_by_op_names_holds_batching_rules():
+    """Each op (of the standard, of nn, the kernels nn registers) declares its rule at
+    registration: no module-level dict maps one of their names to a rule."""
     import sys
 
-    standard = _standard_names()
+    names = set(registry.ops())
+    assert _standard_names() < names and {"nn.linear", "pad2d"} < names
     for module_name, module in list(sys.modules.items()):
         if module_name != "autodiff" and not module_name.startswith("autodiff."):
             continue
@@ -381,13 +382,9 @@ def test_no_table_keyed_by_op_names_holds_rules_of_the_standard():
             continue  # the backends' own functions by name (their namespaces), not rules
         for var, value in vars(module).items():
             if isinstance(value, dict) and not var.startswith("__"):
-                bad = [k for k, v in value.items() if k in standard and callable(v)]
+                bad = [k for k, v in value.items() if k in names and callable(v)]
                 assert not bad, f"{module_name}.{var} maps {bad[:3]} to rules"
-    nn_table = set(batching.NN_RULES)
-    assert not nn_table & standard
-    assert {n for n in nn_table if not n.startswith("nn.")} == {"pad2d", "windows2d", "col2im2d"}
-    assert all(registry.get(n).chapter in ("kernels",) or registry.get(n).chapter.startswith("nn")
-               for n in nn_table)  # fmt: skip
+    assert not hasattr(batching, "NN_RULES")
     assert not hasattr(batching, "STYLE_RULES") and not hasattr(batching, "RULES")
     assert not hasattr(br, "RULES")
 

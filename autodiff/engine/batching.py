@@ -8,13 +8,14 @@ value (the namespace's wrappers test one global counter, ``depth``, per call), i
 to :func:`apply`, which runs the op's *batching rule* on the plain full-batch Tensors:
 the op is recorded as usual, on all the examples at once, so reverse mode needs nothing
 more. :func:`rule_of` finds the rule: the one the op declares at registration
-(``Op.batch``), else the temporary table of the nn ops (``NN_RULES``), else one derived
-from its metadata (``elementwise`` for an element-wise op); an op without one runs in a
-Python loop over the examples (slice, call, stack), and says so once (a ``UserWarning``
-naming it). ``Op.batch_kind`` says which ("written", "derived", "fallback").
+(``Op.batch``), else one derived from its metadata (``elementwise`` for an element-wise
+op); an op without one runs in a Python loop over the examples (slice, call, stack), and
+says so once (a ``UserWarning`` naming it). ``Op.batch_kind`` says which ("written",
+"derived", "fallback").
 
 Adding a rule: write ``_<op>_batch(c, ...)`` beside the op's registration in its rules
-module and pass ``batch=_<op>_batch`` to ``defop``; or pass a generic maker of
+module (an nn op: its family's module in ``autodiff/nn/functional``) and pass
+``batch=_<op>_batch`` to ``defop``; or pass a generic maker of
 :mod:`autodiff.rules.batch_rules` (``batch=leading``, ``batch=axis("axis")``...); an
 element-wise op needs neither. This module imports no rule module: the rules import it.
 
@@ -52,8 +53,8 @@ from .tensor import (
 )
 
 __all__ = [
-    "Batched", "Call", "apply", "holds", "rule_of", "derived", "elementwise", "NN_RULES",
-    "depth", "enter", "leave",
+    "Batched", "Call", "apply", "holds", "rule_of", "derived", "elementwise", "depth",
+    "enter", "leave",
 ]  # fmt: skip
 
 # How many vmaps are running (in any thread): the namespace's wrappers test it once per
@@ -577,22 +578,13 @@ def elementwise(c, *args, **kwargs):
     return c.f(*args, **kwargs)
 
 
-# TEMPORARY, the nn part: the rules of the nn.functional ops (and of the kernels nn
-# registers: pad2d, windows2d, col2im2d), by op name, until they move beside their ops in
-# autodiff/nn (pass ``batch=`` there). Empty here; autodiff/rules/batch_rules.py fills it
-# when the package imports it. No op of the standard may appear in it.
-NN_RULES: dict = {}
-
-
 def rule_of(op):
     """The batching rule of ``op``; None: the fallback loop.
 
-    In this order: the rule it declares (``Op.batch``), the temporary nn table
-    (``NN_RULES``), ``elementwise`` for an op whose metadata says it is element-wise in
-    every argument (``Op.diagonal``, by default the "unary" and "binary" styles)."""
+    In this order: the rule it declares (``Op.batch``), ``elementwise`` for an op whose
+    metadata says it is element-wise in every argument (``Op.diagonal``, by default the
+    "unary" and "binary" styles)."""
     rule = op.batch
-    if rule is None:
-        rule = NN_RULES.get(op.name)
-        if rule is None and op.diagonal:
-            rule = elementwise
+    if rule is None and op.diagonal:
+        rule = elementwise
     return rule

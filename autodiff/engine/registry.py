@@ -168,8 +168,8 @@ class Op:
 
     Written beside the op as ``_<op>_batch``, or a generic maker of
     ``rules/batch_rules.py`` (``passthrough``, ``leading``, ``axis("axis")``...). None: an
-    element-wise (``diagonal``) op gets ``elementwise``, derived from its metadata; an nn
-    op may still be in ``batching.NN_RULES`` (temporary); the others loop over examples."""
+    element-wise (``diagonal``) op gets ``elementwise``, derived from its metadata; the
+    others loop over examples."""
 
     def __post_init__(self):
         self.joint = callable(self.vjp)

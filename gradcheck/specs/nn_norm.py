@@ -7,7 +7,7 @@ from autodiff.nn import functional as F
 from .common import Sample, _in, spec
 
 
-def _batch_norm(rng):
+def _batch_norm_samples(rng):
     out = []
     for shape in ((4, 3), (3, 2, 4), (2, 3, 2, 2)):
         c = shape[1]
@@ -25,7 +25,7 @@ def _batch_norm(rng):
     return out
 
 
-def _group_norm(rng):
+def _group_norm_samples(rng):
     out = []
     for shape, groups in (((2, 4), 2), ((2, 6, 3), 3), ((2, 4, 2, 3), 1), ((1, 4, 3), 4)):
         c = shape[1]
@@ -40,7 +40,7 @@ def _group_norm(rng):
     return out
 
 
-def _rms_norm(rng):
+def _rms_norm_samples(rng):
     out = []
     for shape, norm in (((2, 5), (5,)), ((2, 2, 3), (2, 3))):
         x = _in(rng, shape) * 2
@@ -53,6 +53,6 @@ def _rms_norm(rng):
     return out
 
 
-spec("nn.batch_norm", _batch_norm)
-spec("nn.group_norm", _group_norm)
-spec("nn.rms_norm", _rms_norm)
+spec("nn.batch_norm", _batch_norm_samples)
+spec("nn.group_norm", _group_norm_samples)
+spec("nn.rms_norm", _rms_norm_samples)

@@ -7,7 +7,7 @@ from autodiff.nn import functional as F
 from .common import Sample, _in, spec
 
 
-def _layer_norm(rng):
+def _layer_norm_samples(rng):
     out = []
     for shape, norm in (((2, 5), (5,)), ((2, 2, 3), (2, 3))):
         x = _in(rng, shape) * 2
@@ -27,7 +27,7 @@ def _layer_norm(rng):
     return out
 
 
-spec("nn.layer_norm", _layer_norm)
+spec("nn.layer_norm", _layer_norm_samples)
 spec("nn.embedding", lambda rng: [
     Sample((_in(rng, (5, 3)),), lambda xp, w: F.embedding(xp.asarray([[1, 1], [4, 0]]), w), "repeated rows"),
     # padding rows get no gradient by convention: the check masks their outputs out

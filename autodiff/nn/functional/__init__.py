@@ -10,8 +10,8 @@ modules of this package by family, each with its rule beside it:
 - ``activations``: relu, gelu, silu, sigmoid, softplus, softmax, log_softmax, logsumexp,
   leaky_relu, elu, mish, hardswish, glu, softmin
 - ``losses``: cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss,
-  kl_div, binary_cross_entropy, binary_cross_entropy_with_logits, cosine_similarity,
-  normalize
+  kl_div, binary_cross_entropy, binary_cross_entropy_with_logits
+- ``similarity``: cosine_similarity, normalize
 - ``conv``: conv2d, conv_transpose2d, and conv1d, conv_transpose1d (over the 2-D ops)
 - ``pooling``: max_pool2d, avg_pool2d, and max_pool1d, avg_pool1d (over the 2-D ops)
 - ``resample``: adaptive_avg_pool1d, adaptive_avg_pool2d, interpolate (compositions)
@@ -38,6 +38,7 @@ from . import (
     pooling,
     recurrent,
     resample,
+    similarity,
 )
 from . import dropout as _dropout  # the name ``dropout`` is the function
 from . import embedding as _embedding  # the name ``embedding`` is the function
@@ -54,11 +55,13 @@ from .padding import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .recurrent import *  # noqa: F403
 from .resample import *  # noqa: F403
+from .similarity import *  # noqa: F403
 
 _FAMILIES = (
     _linear,
     activations,
     losses,
+    similarity,
     conv,
     pooling,
     resample,

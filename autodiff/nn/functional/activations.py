@@ -16,6 +16,7 @@ from ...backends import device_of
 from ...engine.namespace import recorder_of
 from ...engine.registry import defop
 from ...rules._util import axes_of, keep_shape, reduction_jvp
+from ...rules.batch_rules import FLAT, axis
 from ._dtypes import dtype_facts
 
 __all__ = [
@@ -228,6 +229,7 @@ defop(
     # its Jacobian diag(s) - s s^T is symmetric: the JVP is the rule on the tangent
     jvp=lambda xp, ts, ans, x, *, axis=-1: ans * (
         ts[0] - xp.sum(ts[0] * ans, axis=axis, keepdims=True)),
+    batch=axis(default=-1, none=FLAT),
 )  # fmt: skip
 defop(
     "nn.log_softmax",
@@ -238,6 +240,7 @@ defop(
     doc="x - logsumexp(x); a row of -inf stays -inf",
     jvp=lambda xp, ts, ans, x, *, axis=-1: (  # t - sum(softmax(x) t)
         ts[0] - xp.sum(_softmax(xp, x, axis) * ts[0], axis=axis, keepdims=True)),
+    batch=axis(default=-1, none=FLAT),
 )  # fmt: skip
 
 
@@ -260,6 +263,7 @@ defop(
     chapter=CH,
     impl=lambda B: lambda x, *, axis=None, keepdims=False: _logsumexp(B, x, axis, keepdims),
     jvp=reduction_jvp(_logsumexp_rule),  # sum(softmax(x) t)
+    batch=axis(),
     doc="log(sum(exp(x))) over axis; -inf for a row of -inf (gradient 0 there)",
 )
 

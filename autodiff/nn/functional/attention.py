@@ -9,6 +9,7 @@ from ... import checks
 from ...backends import device_of
 from ...engine.namespace import recorder_of
 from ...engine.registry import defop
+from ...rules.batch_rules import elementwise, fold, unfold
 from .activations import _softmax, _softmax_raw
 from .activations import softmax as _softmax_op
 from .dropout import _dropout
@@ -48,6 +49,16 @@ def _rope_rule(xp, g, ans, x, positions, *, base, interleaved):
     return _rotate(xp, g, cos, -sin, interleaved)  # the inverse rotation
 
 
+def _rope_batch(c, x, positions, **kwargs):
+    """The batch axis is one more leading axis of x; batched positions broadcast
+    against one example's (..., seq)."""
+    bx, bp = c.bd
+    x = c.lift(x, bx)
+    if bp:
+        positions = c.pad(positions, x.ndim - 2)
+    return c.f(x, positions, **kwargs)
+
+
 defop(
     "nn.rope",
     _rope_rule,
@@ -60,6 +71,7 @@ defop(
     ),
     saves=(1,),
     linear=True,  # a rotation of x: the tangent turns alike
+    batch=_rope_batch,
     doc="rotary position embedding; its VJP is the inverse rotation",
 )
 
@@ -146,6 +158,7 @@ defop(
     impl=lambda B: (
         lambda q, k, v, mask, *, is_causal, scale: _sdpa(B, q, k, v, mask, is_causal, scale)
     ),
+    batch=elementwise,  # the op broadcasts its leading axes: the batch axis is one more
     doc="softmax(q k^T * scale + mask) v",
 )
 
@@ -182,6 +195,20 @@ def _sdpa_packed_rule(xp, g, a, qkv, mask, *, heads, is_causal, scale):
     return xp.reshape(dqkv, tuple(qkv.shape)), dmask
 
 
+def _self_attention_packed_batch(c, qkv, mask, **kwargs):
+    """The batch folded into N; a batched mask, or a 4-D one (per N), broadcast to
+    (n * N, heads, L, L)."""
+    xp, n = c.xp, c.n
+    bq, bm = c.bd
+    qkv = c.lift(qkv, bq)
+    if mask is not None and (bm or mask.ndim >= 4):
+        big_n, length = qkv.shape[1], qkv.shape[2]
+        full = (n, big_n, kwargs["heads"], length, length)
+        m = c.pad(mask, 4) if bm else xp.expand_dims(mask, axis=0)
+        mask = xp.reshape(xp.broadcast_to(m, full), (n * big_n,) + full[2:])
+    return unfold(c, c.f(fold(c, qkv), mask, **kwargs))
+
+
 defop(
     "nn.self_attention_packed",
     vjp=_sdpa_packed_rule,
@@ -192,6 +219,7 @@ defop(
             B, qkv, mask, heads=heads, is_causal=is_causal, scale=scale
         )
     ),
+    batch=_self_attention_packed_batch,
     doc="scaled dot-product self-attention of a packed (N, L, 3E) q|k|v projection, "
     "heads merged: one node where split, attend and merge are ten",
 )

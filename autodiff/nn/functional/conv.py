@@ -18,6 +18,7 @@ from __future__ import annotations
 from ... import checks
 from ...engine.namespace import recorder_of
 from ...engine.registry import defop
+from ...rules.batch_rules import fold, leading, unfold
 
 __all__ = ["conv2d", "conv_transpose2d", "conv1d", "conv_transpose1d"]
 
@@ -38,6 +39,7 @@ defop(
     saves=(),
     # affine: the tangent is padded with zeros, whatever the constant
     jvp=lambda xp, ts, ans, x, *, pads, value=0.0: xp.pad2d(ts[0], pads=pads, value=0.0),
+    batch=leading,  # the kernels act on the trailing axes
     doc="pad the last two axes (top, bottom, left, right) with a constant",
 )
 defop(
@@ -51,6 +53,7 @@ defop(
     ),
     saves=(),
     linear=True,
+    batch=leading,
     doc="sliding windows of the last two axes: (..., kh, kw, oh, ow)",
 )
 defop(
@@ -61,7 +64,7 @@ defop(
     ),
     chapter="kernels",
     impl=lambda B: lambda cols, *, size, stride, dilation: B.col2im2d(cols, size, stride, dilation),
-    saves=(), linear=True,
+    saves=(), linear=True, batch=leading,
     doc="add windows (..., kh, kw, oh, ow) back into an array of spatial size",
 )  # fmt: skip
 
@@ -211,6 +214,25 @@ def _conv2d_jvp(xp, ts, p, x, w, b, *, stride, pads, dilation, groups):
     return r
 
 
+def _conv_batch(c, x, w, b, **kwargs):
+    """conv2d / conv_transpose2d: the batch folded into N; per-example weights as one
+    grouped convolution (groups * n: example j's channels meet only its own weights)."""
+    xp, n = c.xp, c.n
+    bx, bw, bb = c.bd
+    if not bw and not bb:
+        return unfold(c, c.f(fold(c, x), w, b, **kwargs))
+    x, w = c.lift(x, bx), c.lift(w, bw)
+    b = c.lift(b, bb)
+    big_n = x.shape[1]
+    xg = xp.reshape(xp.moveaxis(x, 0, 1), (big_n, n * x.shape[2]) + tuple(x.shape[3:]))
+    wg = xp.reshape(w, (n * w.shape[1],) + tuple(w.shape[2:]))
+    bg = None if b is None else xp.reshape(b, (-1,))
+    kwargs["groups"] = kwargs["groups"] * n
+    y = c.f(xg, wg, bg, **kwargs)
+    y = xp.reshape(y, (big_n, n, y.shape[1] // n) + tuple(y.shape[2:]))
+    return xp.moveaxis(y, 1, 0)
+
+
 defop(
     "nn.conv2d",
     vjp=(_conv2d_dx, _conv2d_dw, lambda xp, g, ans, x, w, b, **kw: xp.sum(g, axis=(0, 2, 3))),
@@ -220,6 +242,7 @@ defop(
     chapter=CH,
     impl=lambda B: lambda x, w, b, **kw: _conv2d(B, x, w, b, **kw),
     jvp=_conv2d_jvp,
+    batch=_conv_batch,
     doc="2-D convolution (cross-correlation), NCHW, weight (O, C/groups, kh, kw)",
 )
 
@@ -347,6 +370,7 @@ defop(
     jvp=_conv_transpose2d_jvp,
     chapter=CH,
     impl=lambda B: lambda x, w, b, **kw: _conv_transpose2d(B, x, w, b, **kw),
+    batch=_conv_batch,
     doc="transposed 2-D convolution, weight (C_in, C_out/groups, kh, kw)",
 )
 

@@ -8,6 +8,7 @@ from ... import checks
 from ...engine.batching import Batched, active
 from ...engine.namespace import recorder_of
 from ...engine.registry import defop
+from ...rules.batch_rules import elementwise
 
 __all__ = ["dropout"]
 
@@ -26,6 +27,7 @@ defop(
     impl=lambda B: lambda x, scale: x * scale,
     saves=(1,),
     linear=True,  # the saved mask times the tangent
+    batch=elementwise,  # x times the mask
     doc="x times a saved mask of 0 and 1 / (1 - p)",
 )
 

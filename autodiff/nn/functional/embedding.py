@@ -38,6 +38,26 @@ def _embedding_jvp(xp, ts, ans, weight, indices, *, padding_idx):
     return xp.where(keep, rows, xp.zeros_like(rows))
 
 
+def _embedding_batch(c, weight, indices, *, padding_idx):
+    """Shared table: the op itself. Per-example tables: stacked into one table of
+    n * rows rows, example j's indices offset by j * rows."""
+    xp, n = c.xp, c.n
+    bw, bi = c.bd
+    if not bw:
+        return c.f(weight, indices, padding_idx=padding_idx)
+    indices = c.lift(indices, bi)
+    rows = weight.shape[1]
+    table = xp.reshape(weight, (n * rows, weight.shape[2]))
+    offsets = xp.arange(n, dtype=indices.dtype, device=device_of(indices)) * rows
+    offsets = xp.reshape(offsets, (n,) + (1,) * (indices.ndim - 1))
+    out = c.f(table, indices + offsets, padding_idx=None)
+    if padding_idx is None:
+        return out
+    # the padding row's values, but no gradient to it (as the op's rule masks it)
+    pad = xp.expand_dims(indices == padding_idx, axis=-1)
+    return xp.where(pad, xp.stop_gradient(out), out)
+
+
 defop(
     "nn.embedding",
     _embedding_rule,
@@ -46,6 +66,7 @@ defop(
     impl=lambda B: lambda weight, indices, *, padding_idx: _embedding(B, weight, indices),
     saves=(1,),
     jvp=_embedding_jvp,
+    batch=_embedding_batch,
     doc="rows of weight at integer indices; duplicates accumulate in the gradient",
 )
 

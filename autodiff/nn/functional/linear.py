@@ -78,6 +78,21 @@ def _linear_jvp(xp, ts, ans, x, w, b):
     return r
 
 
+def _linear_batch(c, x, w, b):
+    """Shared weights: the op itself (it batches over x's leading axes); per-example
+    weights: one batched matmul, (n, rows, in) @ (n, in, out)."""
+    xp, n = c.xp, c.n
+    bx, bw, bb = c.bd
+    if not bw and not bb:
+        return c.f(x, w, b)  # x (n, ..., in): the op batches over leading axes
+    x = c.lift(x, bx)
+    rows = xp.reshape(x, (n, -1, x.shape[-1]))
+    y = rows @ xp.matrix_transpose(w)  # (n, rows, out), per-example weights or not
+    if b is not None:
+        y = y + (xp.expand_dims(b, axis=1) if bb else b)
+    return xp.reshape(y, tuple(x.shape[:-1]) + (y.shape[-1],))
+
+
 defop(
     "nn.linear",
     vjp=(
@@ -89,6 +104,7 @@ defop(
     saves=((1,), (0,), ()),
     impl=lambda B: lambda x, w, b: _linear(B, x, w, b),
     jvp=_linear_jvp,
+    batch=_linear_batch,
     doc="x W^T + b",
 )
 

@@ -1,8 +1,8 @@
 """Losses: cross-entropy (integer or probability targets, class weights), negative
 log-likelihood, mean squared error, L1, Huber, smooth L1, KL divergence, binary
-cross-entropy (of probabilities, or with logits); and cosine_similarity, normalize.
-One registered op each with a fused rule (cross-entropy with class weights and integer
-targets is log_softmax then nll_loss, as in torch)."""
+cross-entropy (of probabilities, or with logits). One registered op each with a fused
+rule (cross-entropy with class weights and integer targets is log_softmax then
+nll_loss, as in torch)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ...backends import device_of
 from ...engine.namespace import recorder_of
 from ...engine.registry import defop
 from ...engine.tensor import Tensor
+from ...rules.batch_rules import fold, lift_all, unfold
 from ._dtypes import dtype_facts
 from .activations import _exp_sum, _log1p_exp, _max_const, _sigmoid
 
@@ -26,12 +27,21 @@ __all__ = [
     "kl_div",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
-    "cosine_similarity",
-    "normalize",
 ]
 
 CH = "nn.loss"
 _REDUCTIONS = ("none", "mean", "sum")
+
+
+def _per_example(c, loss, reduction, count=None):
+    """Batching: a loss computed with reduction 'none' on every example (the batch axis
+    first), reduced per example (its 'mean' divided by ``count`` per example if given)."""
+    if reduction == "none":
+        return loss
+    total = c.xp.sum(loss, axis=tuple(range(1, loss.ndim)))
+    if reduction == "sum":
+        return total
+    return total / (math.prod(loss.shape[1:]) if count is None else count)
 
 
 def _reduce(xp, loss, reduction, count=None):
@@ -145,6 +155,22 @@ def _cross_entropy_rule(xp, g, res, logits, target, *, ignore_index, reduction, 
     return xp.moveaxis(grad, -1, 1) if logits.ndim > 2 else grad
 
 
+def _cross_entropy_batch(c, z, t, *, ignore_index, reduction, label_smoothing):
+    """The batch folded into N, reduction 'none', then reduced per example ('mean' over
+    each example's valid targets)."""
+    xp = c.xp
+    z, t = lift_all(c, (z, t))
+    loss = c.f(fold(c, z), fold(c, t), ignore_index=ignore_index, reduction="none",
+               label_smoothing=label_smoothing)  # fmt: skip
+    loss = unfold(c, loss)
+    count = None
+    if reduction == "mean" and ignore_index is not None:  # the valid targets, at least 1
+        valid = xp.astype(t != ignore_index, loss.dtype)
+        count = xp.sum(valid, axis=tuple(range(1, valid.ndim)))
+        count = xp.where(count == 0, xp.ones_like(count), count)
+    return _per_example(c, loss, reduction, count)
+
+
 defop(
     "nn.cross_entropy",
     _cross_entropy_rule,
@@ -152,6 +178,7 @@ defop(
     residuals=_ce_residuals,
     chapter=CH,
     impl=lambda B: lambda logits, target, **kw: _cross_entropy(B, logits, target, **kw),
+    batch=_cross_entropy_batch,
     doc="softmax cross-entropy with integer targets (class axis 1)",
 )
 
@@ -213,12 +240,18 @@ def _mse_jvp(xp, ts, ans, input, target, *, reduction):
     return _reduce(xp, 2 * (input - target) * dt, reduction)
 
 
+def _mse_loss_batch(c, x, y, *, reduction):
+    x, y = lift_all(c, (x, y))
+    return _per_example(c, c.f(x, y, reduction="none"), reduction)
+
+
 defop(
     "nn.mse_loss",
     vjp=_mse_rule,
     jvp=_mse_jvp,
     chapter=CH,
     impl=lambda B: lambda input, target, *, reduction: _reduce(B, (input - target) ** 2, reduction),
+    batch=_mse_loss_batch,
     doc="mean (or sum) of (input - target)^2",
 )
 
@@ -263,6 +296,15 @@ def _bce_rule(xp, g, ans, x, y, weight, pos_weight, *, reduction):
     return gx, gy, gw, gp
 
 
+def _bce_batch(c, x, y, weight, pos_weight, *, reduction):
+    x, y = lift_all(c, (x, y))
+    r = x.ndim - 1
+    weight, pos_weight = (
+        c.pad(a, r) if b and a is not None else a for a, b in zip((weight, pos_weight), c.bd[2:])
+    )
+    return _per_example(c, c.f(x, y, weight, pos_weight, reduction="none"), reduction)
+
+
 defop(
     "nn.binary_cross_entropy_with_logits",
     vjp=_bce_rule,
@@ -272,6 +314,7 @@ defop(
             B, _bce_elements(B, x, y, weight, pos_weight), reduction
         )
     ),
+    batch=_bce_batch,
     doc="binary cross-entropy of sigmoid(x) against y, in the stable softplus form",
 )
 
@@ -417,11 +460,43 @@ def _nll_rule(xp, g, ans, input, target, weight, *, ignore_index, reduction):
     return gz, None, gw
 
 
+def _class_weights(c, w, batched, ndim):
+    """Class weights (C,), or (n, C) batched, as (n, 1, C, 1, ...) against (n, N, C, ...)."""
+    w = c.lift(w, batched)
+    return c.xp.reshape(w, (c.n, 1, w.shape[1]) + (1,) * (ndim - 3))
+
+
+def _nll_loss_batch(c, z, t, w, *, ignore_index, reduction):
+    """The class weights folded into the log-probabilities (loss w_t (-z_t)); 'mean'
+    divides each example by its weights of valid targets (the op on -w)."""
+    xp = c.xp
+    z, t = lift_all(c, (z, t))
+    kw = {"ignore_index": ignore_index, "reduction": "none"}
+    if w is None:
+        loss = unfold(c, c.f(fold(c, z), fold(c, t), None, **kw))
+        count = None
+        if reduction == "mean" and ignore_index is not None:
+            valid = xp.astype(t != ignore_index, loss.dtype)
+            count = xp.sum(valid, axis=tuple(range(1, valid.ndim)))
+    else:
+        wb = _class_weights(c, w, c.bd[2], z.ndim)
+        loss = unfold(c, c.f(fold(c, z * wb), fold(c, t), None, **kw))
+        count = None
+        if reduction == "mean":
+            mw = -xp.broadcast_to(wb, tuple(z.shape))
+            vw = unfold(c, c.f(fold(c, mw), fold(c, t), None, **kw))
+            count = xp.sum(vw, axis=tuple(range(1, vw.ndim)))
+    if count is not None:
+        count = xp.where(count == 0, xp.ones_like(count), count)
+    return _per_example(c, loss, reduction, count)
+
+
 defop(
     "nn.nll_loss",
     vjp=_nll_rule,
     chapter=CH,
     impl=lambda B: lambda input, target, weight, **kw: _nll(B, input, target, weight, **kw),
+    batch=_nll_loss_batch,
     doc="negative log-likelihood of log-probabilities (class axis 1), integer targets",
 )
 
@@ -475,11 +550,24 @@ def _soft_ce_rule(xp, g, ans, z, y, weight, *, reduction, label_smoothing):
     return gz, gy, gw
 
 
+def _cross_entropy_probs_batch(c, z, y, w, *, reduction, label_smoothing):
+    """The (smoothed) targets times the class weights: the op with no weight."""
+    z, y = lift_all(c, (z, y))
+    if w is not None:
+        if label_smoothing:
+            y = (1 - label_smoothing) * y + label_smoothing / z.shape[2]
+            label_smoothing = 0.0
+        y = y * _class_weights(c, w, c.bd[2], z.ndim)
+    loss = c.f(fold(c, z), fold(c, y), None, reduction="none", label_smoothing=label_smoothing)
+    return _per_example(c, unfold(c, loss), reduction)
+
+
 defop(
     "nn.cross_entropy_probs",
     vjp=_soft_ce_rule,
     chapter=CH,
     impl=lambda B: lambda z, y, weight, **kw: _soft_ce(B, z, y, weight, **kw),
+    batch=_cross_entropy_probs_batch,
     doc="softmax cross-entropy against class probabilities (class axis 1)",
 )
 
@@ -526,6 +614,12 @@ def _l1_rule(xp, g, ans, input, target, *, reduction):
     return gd, -gd
 
 
+def _pair_loss_batch(c, x, y, *, reduction, **kwargs):
+    """l1, Huber and smooth L1 losses, element-wise in two same-shaped arrays."""
+    x, y = lift_all(c, (x, y))
+    return _per_example(c, c.f(x, y, reduction="none", **kwargs), reduction)
+
+
 defop(
     "nn.l1_loss",
     vjp=_l1_rule,
@@ -534,6 +628,7 @@ defop(
     ),
     chapter=CH,
     impl=lambda B: lambda input, target, *, reduction: _reduce(B, B.abs(input - target), reduction),
+    batch=_pair_loss_batch,
     doc="mean (or sum) of |input - target|",
 )
 
@@ -576,7 +671,7 @@ def _robust(name, delta_key, smooth):
         return _reduce(xp, slope(xp, d, kw[delta_key]) * _tangent_diff(ts), reduction)
 
     doc = "smooth L1 loss (beta)" if smooth else "Huber loss (delta)"
-    defop(f"nn.{name}", vjp=rule, jvp=jvp, chapter=CH, impl=impl, doc=doc)
+    defop(f"nn.{name}", vjp=rule, jvp=jvp, chapter=CH, impl=impl, batch=_pair_loss_batch, doc=doc)
 
 
 _robust("huber_loss", "delta", smooth=False)
@@ -671,6 +766,16 @@ def _tangent_sum(*pairs):
     return out
 
 
+def _kl_div_batch(c, x, y, *, reduction, log_target):
+    """Reduced per example; 'batchmean' divides by one example's batch size."""
+    x, y = lift_all(c, (x, y))
+    loss = c.f(x, y, reduction="none", log_target=log_target)
+    if reduction != "batchmean":
+        return _per_example(c, loss, reduction)
+    total = _per_example(c, loss, "sum")
+    return total / loss.shape[1] if loss.ndim > 1 else total
+
+
 defop(
     "nn.kl_div",
     vjp=_kl_rule,
@@ -681,6 +786,7 @@ defop(
             B, _kl_elements(B, x, t, log_target), reduction
         )
     ),
+    batch=_kl_div_batch,
     doc="Kullback-Leibler divergence of log-probabilities input from target",
 )
 
@@ -741,6 +847,13 @@ def _bce_prob_jvp(xp, ts, ans, x, y, weight, *, reduction):
     return None if d is None else _reduce(xp, d, reduction)
 
 
+def _bce_prob_batch(c, x, y, weight, *, reduction):
+    x, y = lift_all(c, (x, y))
+    if weight is not None and c.bd[2]:
+        weight = c.pad(weight, x.ndim - 1)
+    return _per_example(c, c.f(x, y, weight, reduction="none"), reduction)
+
+
 defop(
     "nn.binary_cross_entropy",
     vjp=_bce_prob_rule,
@@ -751,6 +864,7 @@ defop(
             B, _bce_prob_elements(B, x, y, weight), reduction
         )
     ),
+    batch=_bce_prob_batch,
     doc="binary cross-entropy of probabilities (logs clamped at -100, as torch)",
 )
 
@@ -777,115 +891,3 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     if B.checks_on_host(x) and bool(B.any((x < 0) | (x > 1))):
         raise ValueError(f"{name}: input must be probabilities, in [0, 1]")
     return rec.xp.nn.binary_cross_entropy(input, target, weight, reduction=reduction)
-
-
-# -- cosine similarity, normalize --------------------------------------------------------
-def _cos_parts(xp, x1, x2, axis, eps):
-    n1 = xp.sqrt(xp.sum(x1 * x1, axis=axis, keepdims=True))
-    n2 = xp.sqrt(xp.sum(x2 * x2, axis=axis, keepdims=True))
-    d1, d2 = xp.maximum(n1, eps), xp.maximum(n2, eps)
-    cos = xp.sum(x1 * x2, axis=axis, keepdims=True) / (d1 * d2)
-    return n1, n2, d1, d2, cos
-
-
-def _cos_rule(xp, g, ans, x1, x2, *, axis, eps):
-    """d cos / d x1 = x2 / (d1 d2) - cos x1 / d1^2 (the second term only where the norm
-    is above eps: a clamped norm is a constant)."""
-    n1, n2, d1, d2, cos = _cos_parts(xp, x1, x2, axis, eps)
-    ge = xp.expand_dims(g, axis=axis)
-    zero = xp.zeros_like(cos)
-    c1 = xp.where(n1 > eps, cos / (d1 * d1), zero)
-    c2 = xp.where(n2 > eps, cos / (d2 * d2), zero)
-    return ge * (x2 / (d1 * d2) - c1 * x1), ge * (x1 / (d1 * d2) - c2 * x2)
-
-
-defop(
-    "nn.cosine_similarity",
-    vjp=_cos_rule,
-    chapter=CH,
-    impl=lambda B: (
-        lambda x1, x2, *, axis, eps: B.squeeze(_cos_parts(B, x1, x2, axis, eps)[-1], axis=axis)
-    ),
-    doc="cosine of the angle between x1 and x2 along axis (norms raised to eps)",
-)
-
-
-def cosine_similarity(x1, x2, axis=1, eps=1e-8):
-    """sum(x1 x2) / (max(|x1|, eps) max(|x2|, eps)) along ``axis`` (torch's ``dim``),
-    x1 and x2 broadcast together."""
-    name = "cosine_similarity"
-    axis = checks.integer(name, "axis", axis)
-    checks.number(name, "eps", eps, 0.0)
-    rec = recorder_of(x1, x2)
-    x1, x2 = _as_tensor(rec.xp, x1), _as_tensor(rec.xp, x2)
-    shape = _broadcast_shape(name, tuple(x1.shape), tuple(x2.shape))
-    if not -len(shape) <= axis < len(shape):
-        raise IndexError(f"{name}: axis {axis} is out of range for shape {shape}")
-    if tuple(x1.shape) != shape:
-        x1 = rec.xp.broadcast_to(x1, shape)
-    if tuple(x2.shape) != shape:
-        x2 = rec.xp.broadcast_to(x2, shape)
-    return rec.xp.nn.cosine_similarity(x1, x2, axis=axis % len(shape), eps=float(eps))
-
-
-def _broadcast_shape(name, a, b):
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    out = []
-    for i, j in zip(a, b):
-        if i != j and 1 not in (i, j):
-            raise ValueError(f"{name}: shapes {a} and {b} don't broadcast")
-        out.append(max(i, j) if 0 not in (i, j) else 0)
-    return tuple(out)
-
-
-def _p_norm(xp, x, p, axis):
-    a = xp.abs(x)
-    if p == 2:
-        return xp.sqrt(xp.sum(x * x, axis=axis, keepdims=True))
-    if p == 1:
-        return xp.sum(a, axis=axis, keepdims=True)
-    return xp.sum(a**p, axis=axis, keepdims=True) ** (1.0 / p)
-
-
-def _normalize_rule(xp, g, ans, x, *, p, axis, eps):
-    """out = x / d, d = max(|x|_p, eps): g / d - sum(g x) / d^2 * d|x|_p/dx (where the norm
-    is above eps), d|x|_p/dx = sign(x) |x|^(p-1) / |x|_p^(p-1)."""
-    n = _p_norm(xp, x, p, axis)
-    d = xp.maximum(n, eps)
-    big = n > eps
-    safe_n = xp.where(big, n, xp.ones_like(n))
-    if p == 2:
-        dn = x / safe_n
-    elif p == 1:
-        dn = xp.sign(x)
-    else:
-        dn = xp.sign(x) * xp.abs(x) ** (p - 1) / safe_n ** (p - 1)
-    s = xp.sum(g * x, axis=axis, keepdims=True) / (d * d)
-    return g / d - xp.where(big, s, xp.zeros_like(s)) * dn
-
-
-defop(
-    "nn.normalize",
-    _normalize_rule,
-    chapter=CH,
-    impl=lambda B: lambda x, *, p, axis, eps: x / B.maximum(_p_norm(B, x, p, axis), eps),
-    doc="x divided by its p-norm along axis (raised to eps)",
-)
-
-
-def normalize(input, p=2.0, axis=1, eps=1e-12):
-    """input / max(|input|_p, eps) along ``axis`` (torch's ``dim``); p >= 1, finite."""
-    name = "normalize"
-    checks.number(name, "p", p, 1.0)
-    if p == math.inf:
-        raise ValueError(f"{name}: p must be finite, got inf")
-    axis = checks.integer(name, "axis", axis)
-    checks.number(name, "eps", eps, 0.0)
-    rec = recorder_of(input)
-    input = _as_tensor(rec.xp, input)
-    if not -input.ndim <= axis < max(input.ndim, 1):
-        raise IndexError(f"{name}: axis {axis} is out of range for shape {tuple(input.shape)}")
-    p = float(p)
-    return rec.xp.nn.normalize(input, p=int(p) if p in (1.0, 2.0) else p,
-                               axis=axis % max(input.ndim, 1), eps=float(eps))  # fmt: skip

@@ -9,6 +9,7 @@ from ...engine.grad_mode import no_grad
 from ...engine.namespace import recorder_of
 from ...engine.registry import defop
 from ...engine.tensor import Tensor
+from ...rules.batch_rules import fold, unfold
 from .linear import leading_sum, trailing_mean
 
 __all__ = ["layer_norm", "batch_norm", "group_norm", "rms_norm"]
@@ -60,6 +61,21 @@ def _layer_norm_rule(xp, g, res, x, weight, bias, *, k, eps, needs):
     return gx, gw, gb
 
 
+def _layer_norm_batch(c, x, w, b, *, k, eps):
+    """The batch axis is one more leading axis; per-example weights applied after."""
+    bx, bw, bb = c.bd
+    x = c.lift(x, bx)
+    if not bw and not bb:
+        return c.f(x, w, b, k=k, eps=eps)
+    y = c.f(x, None, None, k=k, eps=eps)
+    r = x.ndim - 1
+    if w is not None:
+        y = y * (c.pad(w, r) if bw else w)
+    if b is not None:
+        y = y + (c.pad(b, r) if bb else b)
+    return y
+
+
 defop(
     "nn.layer_norm",
     vjp=_layer_norm_rule,
@@ -69,6 +85,7 @@ defop(
     lean=lambda B: lambda x, w, b, *, k, eps: _layer_norm(B, x, w, b, k, eps)[0],
     residuals=_layer_norm_residuals,
     saves=(0, 1),
+    batch=_layer_norm_batch,
     doc="(x - mean) / sqrt(var + eps) * weight + bias over the trailing axes",
 )
 
@@ -182,6 +199,27 @@ def _batch_norm_rule(xp, g, res, x, weight, bias, mean, var, *, training, eps, n
     return gx, gw, gb, gm, gv
 
 
+def _per_channel_flat(c, a, batched):
+    """A per-channel (C,) argument, or (n, C) per example, as (n * C,)."""
+    if a is None:
+        return None
+    if not batched:
+        a = c.xp.broadcast_to(a, (c.n,) + tuple(a.shape))
+    return c.xp.reshape(a, (-1,))
+
+
+def _batch_norm_batch(c, x, w, b, m, v, *, training, eps):
+    """The batch moved into the channels: (n, N, C, *) -> (N, n * C, *), so each
+    example's channels get their own statistics (and running stats, weights)."""
+    xp, n = c.xp, c.n
+    x = c.lift(x, c.bd[0])
+    shape = tuple(x.shape)
+    xc = xp.reshape(xp.moveaxis(x, 0, 1), (shape[1], n * shape[2]) + shape[3:])
+    args = [_per_channel_flat(c, a, bd) for a, bd in zip((w, b, m, v), c.bd[1:])]
+    y = c.f(xc, *args, training=training, eps=eps)
+    return xp.moveaxis(xp.reshape(y, (shape[1], n) + shape[2:]), 1, 0)
+
+
 defop(
     "nn.batch_norm",
     vjp=_batch_norm_rule,
@@ -195,6 +233,7 @@ defop(
     ),
     residuals=_batch_norm_residuals,
     saves=(0, 1, 3, 4),
+    batch=_batch_norm_batch,
     doc="(x - mean) / sqrt(var + eps) * weight + bias per channel (axis 1): the batch's "
     "statistics when training, else the given running ones",
 )
@@ -317,6 +356,22 @@ def _group_norm_rule(xp, g, ans, x, weight, bias, *, groups, eps, needs):
     return gx, gw, gb
 
 
+def _group_norm_batch(c, x, w, b, *, groups, eps):
+    """The batch folded into N; per-example weights applied after."""
+    bx, bw, bb = c.bd
+    x = c.lift(x, bx)
+    if not bw and not bb:
+        return unfold(c, c.f(fold(c, x), w, b, groups=groups, eps=eps))
+    y = unfold(c, c.f(fold(c, x), None, None, groups=groups, eps=eps))
+    tail = (1,) * (x.ndim - 3)
+    for p, bp, op in ((w, bw, "mul"), (b, bb, "add")):
+        if p is not None:
+            shape = (p.shape[0], 1, p.shape[1]) if bp else (p.shape[0],)
+            p = c.xp.reshape(p, shape + tail)
+            y = y * p if op == "mul" else y + p
+    return y
+
+
 defop(
     "nn.group_norm",
     vjp=_group_norm_rule,
@@ -324,6 +379,7 @@ defop(
     chapter=CH,
     impl=lambda B: lambda x, w, b, *, groups, eps: _group_norm(B, x, w, b, groups, eps),
     saves=(0, 1),
+    batch=_group_norm_batch,
     doc="(x - mean) / sqrt(var + eps) per (example, group of channels), then weight and "
     "bias per channel",
 )
@@ -354,7 +410,7 @@ def _rms(xp, x, k, eps):
     return 1 / xp.sqrt(xp.mean(x * x, axis=axes, keepdims=True) + eps), axes
 
 
-def _rms_norm(xp, x, weight, k, eps):
+def _rms_norm_forward(xp, x, weight, k, eps):
     r, _ = _rms(xp, x, k, eps)
     return x * r if weight is None else x * r * weight
 
@@ -372,13 +428,24 @@ def _rms_norm_rule(xp, g, ans, x, weight, *, k, eps, needs):
     return gx, gw
 
 
+def _rms_norm_batch(c, x, w, *, k, eps):
+    """The batch axis is one more leading axis; a per-example weight applied after."""
+    bx, bw = c.bd
+    x = c.lift(x, bx)
+    if not bw:
+        return c.f(x, w, k=k, eps=eps)
+    y = c.f(x, None, k=k, eps=eps)
+    return y if w is None else y * c.pad(w, x.ndim - 1)
+
+
 defop(
     "nn.rms_norm",
     vjp=_rms_norm_rule,
     needs=True,
     chapter=CH,
-    impl=lambda B: lambda x, w, *, k, eps: _rms_norm(B, x, w, k, eps),
+    impl=lambda B: lambda x, w, *, k, eps: _rms_norm_forward(B, x, w, k, eps),
     saves=(0, 1),
+    batch=_rms_norm_batch,
     doc="x / sqrt(mean(x^2) + eps) * weight over the trailing axes",
 )
 

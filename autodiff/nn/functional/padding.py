@@ -8,6 +8,7 @@ from ...backends import device_of
 from ...engine.namespace import recorder_of
 from ...engine.registry import defop
 from ...engine.tensor import Tensor
+from ...rules.batch_rules import leading
 from ._dtypes import dtype_facts
 
 __all__ = ["pad", "one_hot"]
@@ -83,6 +84,7 @@ defop(
     chapter="nn.padding",
     saves=(),
     impl=lambda B: lambda x, *, pad, mode, value: _pad(B, x, pad, mode, value),
+    batch=leading,  # it pads the trailing axes
     doc="pad the last axes (torch's order: last axis first), constant/reflect/replicate/circular",
 )
 

@@ -9,6 +9,7 @@ from ... import checks
 from ...backends import device_of
 from ...engine.namespace import recorder_of
 from ...engine.registry import defop
+from ...rules.batch_rules import fold, unfold
 from .conv import _as_2d, _back, pair, single
 
 __all__ = ["max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d"]
@@ -133,6 +134,13 @@ def _max_pool_rule(xp, g, offset, x, *, kernel, stride, dilation, pads, out):
     return grad[..., pads[0] : pads[0] + h, pads[2] : pads[2] + w] if any(pads) else grad
 
 
+def _pool_batch(c, x, **kwargs):
+    """max_pool2d / avg_pool2d, of one (N, C, H, W) input: the batch folded into N."""
+    if not c.bd[0]:
+        return NotImplemented
+    return unfold(c, c.f(fold(c, x), **kwargs))
+
+
 defop(
     "nn.max_pool2d",
     _max_pool_rule,
@@ -141,6 +149,7 @@ defop(
     lean=lambda B: lambda x, **kw: _max_pool(B, x, **kw),
     residuals=lambda xp, x, **kw: _max_pool(xp, x, **kw, with_offsets=True)[1],
     twice=False,
+    batch=_pool_batch,
     doc="max over 2-D windows; padding is -inf; the first maximum gets the gradient",
 )
 
@@ -199,6 +208,7 @@ defop(
     impl=lambda B: lambda x, **kw: _avg_pool(B, x, **kw),
     saves=(),
     linear=True,
+    batch=_pool_batch,
     doc="mean over 2-D windows (by default the full window, padding included)",
 )
 

@@ -9,6 +9,7 @@ from ...backends import device_of
 from ...engine.namespace import recorder_of
 from ...engine.node import Outer
 from ...engine.registry import defop
+from ...rules.batch_rules import fold, unfold
 from .activations import _sigmoid
 from .linear import _linear as _affine  # a @ w^T (+ b), torch's (out, in) layout
 
@@ -133,6 +134,47 @@ def _gru_rule(xp, g, gates, x, h, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 6):
     return grads
 
 
+# -- batching: the batch folded into N, or the cell's formula op by op ------------------
+def _cell_batch(c, args, states, formula):
+    """A recurrent cell (its first ``states`` arguments are the input and the states,
+    the rest its weights): the batch folded into the cell's own batch axis N (a 1-D
+    input of one example is a row of N = n) when the examples share the weights;
+    per-example weights (``vmap(grad)`` of a cell): the cell's ``formula``, op by op."""
+    if any(c.bd[states:]):
+        return c.composite(formula, *args)
+    head = [c.lift(a, b) for a, b in zip(args[:states], c.bd)]
+    two = any(a is not None and a.ndim == 3 for a in head)
+    folded = [None if a is None else (fold(c, a) if two else a) for a in head]
+    out = c.f(*folded, *args[states:])
+    if not two:
+        return out
+    if isinstance(out, (tuple, list)):
+        return type(out)(unfold(c, o) for o in out)
+    return unfold(c, out)
+
+
+def _project(xp, a, w, b):
+    """a @ w^T (+ b), out of place: in a formula any of a, w, b may be batched or not,
+    so nothing may be written into another's result."""
+    y = a @ xp.matrix_transpose(w)
+    return y if b is None else y + b
+
+
+def _gru_formula(x, h, w_ih, w_hh, b_ih, b_hh):
+    """One GRU step, torch's formula, with the namespace's functions."""
+    xp = x.__array_namespace__()
+    gi = xp.unstack(xp.reshape(_project(xp, x, w_ih, b_ih), x.shape[:-1] + (3, -1)), axis=-2)
+    gh = xp.unstack(xp.reshape(_project(xp, h, w_hh, b_hh), h.shape[:-1] + (3, -1)), axis=-2)
+    r = _sigmoid(xp, gi[0] + gh[0])
+    z = _sigmoid(xp, gi[1] + gh[1])
+    n = xp.tanh(gi[2] + r * gh[2])
+    return (1 - z) * n + z * h
+
+
+def _gru_cell_batch(c, *args):
+    return _cell_batch(c, args, 2, _gru_formula)
+
+
 defop(
     "nn.gru_cell",
     vjp=_gru_rule,
@@ -140,6 +182,7 @@ defop(
     residuals=lambda xp, *a: _gru_gates(xp, *_batched(xp, *a[:2]), *a[2:]),
     chapter=CH,
     impl=lambda B: lambda *a: _gru(B, *a),
+    batch=_gru_cell_batch,
     doc="one GRU step: torch's formula, b_hn inside r * (W_hn h + b_hn)",
 )
 
@@ -220,6 +263,30 @@ def _gru_seq_rule(xp, g, res, x, h0, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 
     )
 
 
+def _gru_steps(x, h, *weights):
+    """Every step's state (T, ...), ``gru_cell``'s formula step by step."""
+    xp = x.__array_namespace__()
+    states = []
+    for t in range(x.shape[0]):
+        h = _gru_formula(x[t, ...], h, *weights)
+        states.append(h)
+    return xp.stack(states, axis=0)
+
+
+def _gru_sequence_batch(c, x, h0, *weights):
+    """x (T, N, in) of each example: the batch folded into N, behind T; per-example
+    weights: the formula step by step."""
+    if any(c.bd[2:]):
+        return c.composite(_gru_steps, x, h0, *weights)
+    xp, n = c.xp, c.n
+    x, h0 = c.lift(x, c.bd[0]), c.lift(h0, c.bd[1])
+    t, big_n = x.shape[1], x.shape[2]
+    xs = xp.reshape(xp.moveaxis(x, 0, 1), (t, n * big_n) + tuple(x.shape[3:]))
+    out = c.f(xs, fold(c, h0), *weights)
+    out = xp.reshape(out, (t, n, big_n) + tuple(out.shape[2:]))
+    return xp.moveaxis(out, 1, 0)
+
+
 defop(
     "nn.gru_sequence",
     vjp=_gru_seq_rule,
@@ -227,6 +294,7 @@ defop(
     residuals=lambda xp, *a: _gru_seq(xp, *a)[1],
     chapter=CH,
     impl=lambda B: lambda *a: _gru_seq(B, *a),
+    batch=_gru_sequence_batch,
     doc="a GRU over a sequence (T, N, in): every step's state (T, N, H)",
 )
 
@@ -290,12 +358,26 @@ def _lstm_rule(xp, gs, ans, x, h, c, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 
             _bias_grad(dpre, b_ih), _bias_grad(dpre, b_hh))  # fmt: skip
 
 
+def _lstm_formula(x, h, cs, w_ih, w_hh, b_ih, b_hh):
+    """One LSTM step (gates i, f, g, o), torch's formula, with the namespace's functions."""
+    xp = x.__array_namespace__()
+    g = _project(xp, x, w_ih, b_ih) + _project(xp, h, w_hh, b_hh)
+    i, f, gg, o = xp.unstack(xp.reshape(g, g.shape[:-1] + (4, -1)), axis=-2)
+    c2 = _sigmoid(xp, f) * cs + _sigmoid(xp, i) * xp.tanh(gg)
+    return _sigmoid(xp, o) * xp.tanh(c2), c2
+
+
+def _lstm_cell_batch(c, *args):
+    return _cell_batch(c, args, 3, _lstm_formula)
+
+
 defop(
     "nn.lstm_cell",
     vjp=_lstm_rule,
     needs=True,
     chapter=CH,
     impl=lambda B: lambda *a: _lstm(B, *a),
+    batch=_lstm_cell_batch,
     doc="one LSTM step: gates i, f, g, o (torch's order); returns (h_next, c_next)",
 )
 
@@ -343,11 +425,22 @@ def _gmc_rule(xp, g, ans, m, x, w_z, w_c, b_z, b_c):
             _bias_grad(dpz, b_z), _bias_grad(dpc, b_c))  # fmt: skip
 
 
+def _gmc_formula(m, *args):
+    """The cell's forward, as vmap's formula: it writes only into arrays it made (batched
+    as what they were made from), so any argument may be batched or not."""
+    return _gmc(m.__array_namespace__(), m, *args)
+
+
+def _gated_memory_cell_batch(c, *args):
+    return _cell_batch(c, args, 2, _gmc_formula)
+
+
 defop(
     "nn.gated_memory_cell",
     vjp=_gmc_rule,
     chapter=CH,
     impl=lambda B: lambda *a: _gmc(B, *a),
+    batch=_gated_memory_cell_batch,
     doc="m_next = (1 - z) m + z c with z = sigmoid(u W_z + b_z), c = tanh(u W_c + b_c)",
 )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ... import checks
 from ...engine.namespace import recorder_of
 from ...engine.tensor import Tensor
-from ..functional import losses
+from ..functional import losses, similarity
 from .module import Module
 
 __all__ = [
@@ -177,7 +177,7 @@ class CosineSimilarity(Module):
         self.eps = float(eps)
 
     def forward(self, x1, x2):
-        return losses.cosine_similarity(x1, x2, axis=self.dim, eps=self.eps)
+        return similarity.cosine_similarity(x1, x2, axis=self.dim, eps=self.eps)
 
     def extra_repr(self):
         return f"dim={self.dim}, eps={self.eps}"

@@ -37,12 +37,15 @@ fallback loop for this call (an argument combination it doesn't cover); see
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import math
 import threading
 import warnings
 
 from ..backends import device_of
+from . import standard
 from .grad_mode import no_grad
 from .tensor import (
     BINARY_OPERATORS,
@@ -475,11 +478,45 @@ def _innermost(args, kwargs):
     return level, best.value.shape[len(best.levels) - 1], best
 
 
+@functools.cache
+def _keyword_only(name):
+    """The standard's signature of op ``name`` and the names of its keyword-only
+    parameters (and ours, ``requires_grad``); None for an op the standard doesn't have."""
+    if name not in standard.SIGNATURES:
+        return None
+    sig = standard.signature(name)
+    kw = inspect.Parameter.KEYWORD_ONLY
+    names = {p.name for p in sig.parameters.values() if p.kind is kw}
+    return sig, frozenset(names | {"requires_grad"})  # creation functions' extra keyword
+
+
+def _positional(op, B, args, kwargs):
+    """``args, kwargs`` with the keyword arguments that may also be given by position
+    moved there (``roll(x, shift=1)``; NumPy's ``repeat(x, repeats=2)``): rules take
+    that layout, args first. Bound to the standard's signature, else to the backend
+    function's own (its names); a call neither takes is the standard's TypeError,
+    naming the op."""
+    known = _keyword_only(op.name)
+    if known is None or not kwargs or known[1].issuperset(kwargs):
+        return args, kwargs
+    keep = {k: v for k, v in kwargs.items() if k in known[1]}
+    move = {k: v for k, v in kwargs.items() if k not in known[1]}
+    try:
+        bound = known[0].bind_partial(*args, **move)
+    except TypeError as exc:
+        try:
+            bound = inspect.signature(op.function(B)).bind_partial(*args, **move)
+        except (TypeError, ValueError):
+            raise TypeError(f"{op.name}: {exc}") from None
+    return bound.args, {**bound.kwargs, **keep}
+
+
 def apply(op, f, args, kwargs):
     """``f(*args, **kwargs)`` (the function of ``op``) on arguments holding Batched values:
     the op's batching rule (or the fallback loop) over the innermost vmap level, whose
     outputs are Batched values of that level."""
     level, n, some = _innermost(args, kwargs)
+    args, kwargs = _positional(op, some._rec.backend, args, kwargs)
     pargs, bd = [], []
     for a in args:
         if type(a) in (tuple, list) and any(type(x) is Batched for x in a):

@@ -121,3 +121,21 @@ def test_pinv_gradient_is_that_of_the_truncated_pseudo_inverse(xp, shape):
     ct = xp.asarray(c)
     g = ad.grad(lambda m: xp.sum(xp.linalg.pinv(m, rtol=0.1) * ct))(xp.asarray(a))
     np.testing.assert_allclose(np.asarray(g.data), numeric, atol=1e-8)
+
+
+def test_quotient_rules_divide_twice_instead_of_squaring(xp):
+    """atan2, divide and asinh: a square of the input under- or overflows near 1e+-155
+    where the derivative is finite (it gave inf or 0); hand-derived values."""
+    f64 = xp.float64
+    a = xp.asarray([1e-200, 1e200, 3.0], dtype=f64)
+    b = xp.asarray([1e-200, 1e200, 4.0], dtype=f64)
+    _, vjp = ad.vjp(xp.atan2, a, b)
+    ga, gb = (np.asarray(g.data) for g in vjp(xp.ones(3, dtype=f64)))
+    np.testing.assert_allclose(ga, [5e199, 5e-201, 4 / 25], rtol=1e-15)
+    np.testing.assert_allclose(gb, [-5e199, -5e-201, -3 / 25], rtol=1e-15)
+    _, vjp = ad.vjp(xp.divide, a, b)
+    ga, gb = (np.asarray(g.data) for g in vjp(xp.ones(3, dtype=f64)))
+    np.testing.assert_allclose(ga, [1e200, 1e-200, 1 / 4], rtol=1e-15)
+    np.testing.assert_allclose(gb, [-1e200, -1e-200, -3 / 16], rtol=1e-15)
+    g = ad.grad(lambda x: xp.sum(xp.asinh(x)))(xp.asarray([1e200, -3.0, 0.0], dtype=f64))
+    np.testing.assert_allclose(np.asarray(g.data), [1e-200, 1 / 10**0.5, 1.0], rtol=1e-15)

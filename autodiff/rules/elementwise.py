@@ -63,7 +63,14 @@ unary(
     domain=(1, math.inf),
 )
 unary("asin", lambda xp, g, ans, x: g / xp.sqrt(1 - x * x), domain=(-1, 1))
-unary("asinh", lambda xp, g, ans, x: g / xp.sqrt(x * x + 1))
+
+
+def _asinh(xp, g, ans, x):
+    """g / sqrt(x^2 + 1); for real x as hypot(x, 1): x^2 overflows at 1e155."""
+    return g / (xp.sqrt(x * x + 1) if is_complex(xp, x) else xp.hypot(x, 1.0))
+
+
+unary("asinh", _asinh)
 unary("atan", lambda xp, g, ans, x: g / (1 + x * x))
 unary("atanh", lambda xp, g, ans, x: g / (1 - x * x), domain=(-1, 1))
 unary("conj", lambda xp, g, ans, x: conj(xp, g), saves=(), linear=True, holomorphic=False)
@@ -111,14 +118,24 @@ binary(
 binary(
     "divide",
     lambda xp, g, ans, x1, x2: g / x2,
-    lambda xp, g, ans, x1, x2: -g * x1 / (x2 * x2),
+    # -g x1 / x2^2, as two quotients: x2^2 under- or overflows where the derivative is finite
+    lambda xp, g, ans, x1, x2: -(g / x2) * (x1 / x2),
 )
-binary(
-    "atan2",
-    lambda xp, g, ans, x1, x2: g * x2 / (x1 * x1 + x2 * x2),
-    lambda xp, g, ans, x1, x2: -g * x1 / (x1 * x1 + x2 * x2),
-    complex=False,
-)
+
+
+def _atan2(which):
+    """d atan2(x1, x2) = (x2 dx1 - x1 dx2) / r^2 with r = hypot(x1, x2), divided by r
+    twice: x1^2 + x2^2 overflows near 1e155 (gradient 0) and underflows near 1e-155
+    (inf), where the derivative is finite."""
+
+    def rule(xp, g, ans, x1, x2):
+        r = xp.hypot(x1, x2)
+        return g * (x2 if which == 0 else -x1) / r / r
+
+    return rule
+
+
+binary("atan2", _atan2(0), _atan2(1), complex=False)
 
 
 def _hypot(which):

@@ -516,7 +516,8 @@ def apply(op, f, args, kwargs):
     the op's batching rule (or the fallback loop) over the innermost vmap level, whose
     outputs are Batched values of that level."""
     level, n, some = _innermost(args, kwargs)
-    args, kwargs = _positional(op, some._rec.backend, args, kwargs)
+    if kwargs:  # most calls have none: no call to make
+        args, kwargs = _positional(op, some._rec.backend, args, kwargs)
     pargs, bd = [], []
     for a in args:
         if type(a) in (tuple, list) and any(type(x) is Batched for x in a):

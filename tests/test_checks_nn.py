@@ -39,7 +39,7 @@ def _param():
 
 def _mha_call(**kw):
     m = nn.MultiheadAttention(4, 2)
-    z = m.xp.ones((3, 1, 4))
+    z = m.xp.ones((3, 1, 4), dtype=m.xp.float32)
     return m(z, z, z, **kw)
 
 

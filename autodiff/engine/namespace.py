@@ -27,6 +27,7 @@ leading underscore (``wrap``, ``wrap_out``, ``raw``, ``raw_key``, ``record``) an
 from __future__ import annotations
 
 import functools
+import numbers
 import types
 
 from .. import backends, checks
@@ -56,6 +57,7 @@ __all__ = ["Autodiff", "Recorder", "recorder_of", "move_leaf"]
 _new = object.__new__
 _NO_KWARGS: dict = {}
 _NONE1 = (None,)
+_PYTHON_SCALARS = (bool, int, float, complex)
 
 _cache: dict = {}  # backend key -> Recorder
 
@@ -168,6 +170,8 @@ class Recorder:
         self._bind_operators()
         self.namespace = self._public()
         cls._ns = self.namespace
+        # what a call may take besides its Tensors: this library's arrays and numbers
+        self._own = (type(B.asarray(0.0)), numbers.Number, Batched)
 
     # -- building --------------------------------------------------------------
     def _bind_operators(self):
@@ -388,6 +392,37 @@ class Recorder:
                     saved[i] = Meta(d.shape, d.dtype, device_of(d))
         return tuple(saved), tuple(edges), tuple(versions)
 
+    def foreign(self, a):
+        """Whether ``a`` is an array of another library (torch's in a NumPy namespace,
+        NumPy's in array_api_strict's...): the backend would convert it silently, or
+        hand back that library's array, with the graph cut."""
+        if isinstance(a, self._own):
+            return False
+        t = type(a)
+        return hasattr(t, "__array_namespace__") or hasattr(t, "__dlpack__")
+
+    def check_native(self, name, args, kwargs=None):
+        """A TypeError naming the op and both libraries if an argument (or an item of a
+        list or tuple argument, or a keyword's value) is an array of another library."""
+        for a in args:
+            if type(a) in (list, tuple):
+                self.check_native(name, a)
+            elif a is not None and self.foreign(a):
+                raise self.foreign_error(name, a)
+        if kwargs:
+            self.check_native(name, kwargs.values())
+
+    def foreign_error(self, name, a):
+        t = type(a)
+        ns = self.namespace.__name__
+        return TypeError(
+            f"{name}: an array of {t.__module__.split('.')[0]} ({t.__module__}."
+            f"{t.__qualname__}) in a call on tensors of {ns}: arrays of two libraries "
+            f"can't be mixed ({ns} can't differentiate through the other's, and would "
+            f"convert it silently or hand back its array). Move it first: "
+            f"{ns}.asarray(a) copies its values into {ns}"
+        )
+
     def _mix_error(self, name, a):
         return TypeError(
             f"{name}: tensors of two different namespaces in one call "
@@ -475,6 +510,7 @@ def _binary(rec, op, raw):
     real_only = diff and not op.complex  # complex inputs refused (one test per call)
     is_complex = rec.is_complex
     vmapping, batched_call = _vmapping, _batched_call  # inside vmap (batching.py)
+    foreign = rec.foreign
 
     def binary(x1, x2, /):
         # The common cases first: tensor (op) tensor, tensor (op) Python scalar.
@@ -490,6 +526,8 @@ def _binary(rec, op, raw):
             else:
                 if vmapping[0] and type(x2) is Batched:
                     return batched_call(op, binary, (x1, x2), _NO_KWARGS)
+                if type(x2) not in _PYTHON_SCALARS and foreign(x2):
+                    raise rec.foreign_error(name, x2)
                 b = x2
                 r = x1._rg and rule1 is not None
         elif type(x2) is cls:
@@ -497,12 +535,15 @@ def _binary(rec, op, raw):
                 raise rec._mix_error(name, x1)
             if vmapping[0] and type(x1) is Batched:
                 return batched_call(op, binary, (x1, x2), _NO_KWARGS)
+            if type(x1) not in _PYTHON_SCALARS and foreign(x1):
+                raise rec.foreign_error(name, x1)
             a = x1
             b = x2.data
             r = 2 * (x2._rg and rule2 is not None)
         else:
             if vmapping[0] and (type(x1) is Batched or type(x2) is Batched):
                 return batched_call(op, binary, (x1, x2), _NO_KWARGS)
+            rec.check_native(name, (x1, x2))
             return rec.wrap_out(raw(x1, x2))
         try:
             out = raw(a, b)
@@ -606,6 +647,7 @@ def _generic(rec, op, raw):
     refuse_complex = not op.complex and op.chapter.startswith("nn")
     is_complex = rec.is_complex
     vmapping = _vmapping
+    foreign, check_native = rec.foreign, rec.check_native
 
     def generic(*args, **kwargs):
         if vmapping[0] and holds(args, kwargs):  # inside vmap: the op's batching rule
@@ -620,7 +662,12 @@ def _generic(rec, op, raw):
                 rg = rg or a._rg
                 if refuse_complex and is_complex(d.dtype):
                     raise real_only_error(name, d.dtype, grad=False)
+            elif type(a) in (list, tuple):
+                check_native(name, a)
+            elif a is not None and type(a) not in _PYTHON_SCALARS and foreign(a):
+                raise rec.foreign_error(name, a)
         if kwargs:
+            check_native(name, (), kwargs)
             for k, v in kwargs.items():
                 if isinstance(v, Tensor):
                     if v._rg and kind != CONST and mode.enabled:

@@ -66,6 +66,11 @@ def Autodiff(xp) -> types.ModuleType:
     """The differentiable namespace of the Array API namespace ``xp`` (cached per backend)."""
     if any(rec.namespace is xp for rec in _cache.values()):  # already differentiable
         return xp
+    if isinstance(xp, (str, bytes, int, float, complex)) or not hasattr(xp, "asarray"):
+        raise TypeError(
+            "Autodiff: xp must be an array namespace (numpy, array_api_strict, "
+            f"array_api_compat.torch...), got {xp!r} ({type(xp).__name__})"
+        )
     return _recorder(xp).namespace
 
 
@@ -79,23 +84,58 @@ def _recorder(xp) -> Recorder:
 
 def recorder_of(*arrays) -> Recorder:
     """The Recorder of the first Tensor's namespace among ``arrays``; without one, of the
-    first raw array's namespace (None and Python scalars are passed over)."""
+    first raw array's namespace (None and Python scalars are passed over). Anything else
+    among them is a TypeError naming the public function called and the argument."""
+    found = None
     for a in arrays:
         if isinstance(a, Tensor):
-            return a._rec
+            found = a._rec
+            break
     for a in arrays:
+        if a is None or isinstance(a, (Tensor, bool, int, float, complex)):
+            continue
         if type(a) is Batched:  # inside vmap: one example of a batch (batching.py)
-            return a._rec
-        if a is not None and not isinstance(a, (bool, int, float, complex)):
-            import array_api_compat
+            found = found or a._rec
+            continue
+        import array_api_compat
 
-            try:
-                xp = array_api_compat.array_namespace(a)
-            except TypeError as exc:
-                raise TypeError(f"expected an array or a Tensor, got {type(a).__name__}") from exc
-            return _recorder(xp)
-    got = type(arrays[0]).__name__ if arrays else "nothing"
-    raise TypeError(f"expected an array or a Tensor, got {got}")
+        try:
+            xp = array_api_compat.array_namespace(a)
+        except TypeError:
+            raise TypeError(_not_an_array(a)) from None
+        if found is None:
+            found = _recorder(xp)
+    if found is None:
+        got = type(arrays[0]).__name__ if arrays else "nothing"
+        raise TypeError(f"expected an array or a Tensor, got {got}")
+    return found
+
+
+def _not_an_array(a):
+    """"op: arg must be an array or a Tensor, got str", the names found on the stack:
+    the argument's is its name in the function that asked (read on this error path
+    only, so no public function has to pass its names along), the op's that of the
+    nearest public function of the package's ``nn.functional`` on the way out."""
+    import sys
+
+    got = type(a).__name__
+    frame = sys._getframe(2)  # the function that called recorder_of
+    arg = next((k for k, v in frame.f_locals.items() if v is a), None)
+    op = None
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_PACKAGE):
+        module = frame.f_globals["__name__"]
+        name = frame.f_code.co_name
+        if module.startswith(_FUNCTIONAL) and name in frame.f_globals.get("__all__", ()):
+            op = name
+            arg = next((k for k, v in frame.f_locals.items() if v is a), arg)
+            break
+        frame = frame.f_back
+    what = f"{arg} must be an array or a Tensor" if arg else "expected an array or a Tensor"
+    return f"{op + ': ' if op else ''}{what}, got {got}"
+
+
+_PACKAGE = __name__.split(".")[0] + "."
+_FUNCTIONAL = __name__.split(".")[0] + ".nn.functional"
 
 
 def move_leaf(t, new, grad, requires_grad):

@@ -71,6 +71,18 @@ def _check_dtypes(module, args):
             )
 
 
+def _argument_named(module, args, kwargs, obj):
+    """The name, in ``module.forward``'s signature, of the argument that is ``obj``
+    (None if ``obj`` is no argument, or is an array: the error is another one)."""
+    if obj is None or hasattr(obj, "__array_namespace__"):
+        return None
+    import inspect
+
+    names = [p.name for p in inspect.signature(module.forward).parameters.values()]
+    given = dict(zip(names, args), **kwargs)
+    return next((k for k, v in given.items() if v is obj), None)
+
+
 def _name_module(exc, module):
     """Prefix an error raised by a module's call with the module's class name, once:
     the innermost module names itself (``Linear: nn.linear: ...``), the enclosing
@@ -112,6 +124,17 @@ class Module:
         except (TypeError, ValueError, IndexError) as exc:
             _name_module(exc, self)
             raise
+        except AttributeError as exc:
+            # forward read .shape (.ndim...) of an argument that is no array: say which
+            bad = _argument_named(self, args, kwargs, getattr(exc, "obj", None))
+            if bad is None:
+                raise
+            error = TypeError(
+                f"{type(self).__name__}: {bad} must be an array or a Tensor, got "
+                f"{type(exc.obj).__name__}"
+            )
+            error._autodiff_module = True
+            raise error from None
 
     def _call_with_hooks(self, args, kwargs):
         pre, post = self._call_hooks

@@ -183,8 +183,9 @@ def test_every_module_names_itself_and_the_argument(name):
 
 OPTIMIZERS = [n for n in optim.__all__ if isinstance(getattr(optim, n), type)
               and issubclass(getattr(optim, n), optim.Optimizer)]  # fmt: skip
-SCHEDULERS = [n for n in dir(lr_scheduler) if isinstance(getattr(lr_scheduler, n), type)
-              and n[0] != "_" and getattr(lr_scheduler, n).__module__ == lr_scheduler.__name__]  # fmt: skip
+SCHEDULERS = [n for n in dir(lr_scheduler) if n[0] != "_"
+              and getattr(getattr(lr_scheduler, n), "__module__", None) == lr_scheduler.__name__
+              and isinstance(getattr(lr_scheduler, n), type)]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", OPTIMIZERS)

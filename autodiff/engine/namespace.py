@@ -112,7 +112,7 @@ def recorder_of(*arrays) -> Recorder:
 
 
 def _not_an_array(a):
-    """"op: arg must be an array or a Tensor, got str", the names found on the stack:
+    """ "op: arg must be an array or a Tensor, got str", the names found on the stack:
     the argument's is its name in the function that asked (read on this error path
     only, so no public function has to pass its names along), the op's that of the
     nearest public function of the package's ``nn.functional`` on the way out."""

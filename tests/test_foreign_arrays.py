@@ -105,3 +105,31 @@ def test_arrays_of_the_namespaces_own_library_are_wrapped():
     s.backward()
     np.testing.assert_allclose(t.grad.data.numpy(), np.full((2, 2), 6.0))
     assert nn.Linear(2, 1)(np.ones((1, 2), np.float32)).shape == (1, 1)
+
+
+@pytest.mark.parametrize("lib", ["torch", "jax", "array_api_strict"])
+def test_writes_and_indexing_refuse_a_foreign_array(lib):
+    x = NP.asarray(np.ones((2, 2)))
+    other = _foreign_to_numpy()[lib]
+    for what, call in (
+        ("in-place add", lambda: x.__iadd__(other)),
+        ("in-place multiply", lambda: x.__imul__(other)),
+        ("__setitem__", lambda: x.__setitem__(0, other[0, ...])),
+    ):
+        with pytest.raises(TypeError, match=rf"^{what}: .*autodiff\.numpy"):
+            call()
+        np.testing.assert_array_equal(x.data, np.ones((2, 2)))  # nothing written
+    x[0] = np.array([2.0, 3.0])  # NumPy's own arrays are written
+    x += np.ones(2)
+    np.testing.assert_array_equal(x.data, [[3.0, 4.0], [2.0, 2.0]])
+
+
+def test_lists_of_tensors_and_own_arrays_pass():
+    w = _leaf(NP, np)
+    y = NP.sum(NP.concat([w, w * 2.0, np.ones((1, 2))]) ** 2)
+    y.backward()
+    # d/dw sum(w^2 + 4 w^2) = 10 w
+    np.testing.assert_allclose(w.grad.data, np.full((2, 2), 10.0))
+    x = NP.asarray(np.zeros((2, 2)))
+    x[0] = w[1].detach()  # a Tensor of the same namespace is written
+    np.testing.assert_array_equal(x.data[0], [1.0, 1.0])

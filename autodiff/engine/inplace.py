@@ -212,6 +212,7 @@ def setitem(t, key, value):
     if batching.depth[0] and batching.holds((value,) + batching.key_parts(key), None):
         raise batching.unbatched_write_error("x[key] = value")
     rec = t._rec
+    rec.check_native("__setitem__", (value,))
     rkey = rec.raw_key(key)
     v = rec.raw(value, "__setitem__")
     if _copies(t, value):
@@ -238,6 +239,7 @@ def inplace(t, name, other):
         raise batching.unbatched_write_error(f"in-place {name}")
     rec = t._rec
     what = f"in-place {name}"
+    rec.check_native(what, (other,))
     if _copies(t, other):
         _check_writable(t, what)
         _write(t, _fit(rec, t, getattr(rec.xp, name)(t, other), what), what)

@@ -211,7 +211,7 @@ class Recorder:
         self.namespace = self._public()
         cls._ns = self.namespace
         # what a call may take besides its Tensors: this library's arrays and numbers
-        self._own = (type(B.asarray(0.0)), numbers.Number, Batched)
+        self._own = (type(B.asarray(0.0)), numbers.Number, Batched, Tensor)
 
     # -- building --------------------------------------------------------------
     def _bind_operators(self):

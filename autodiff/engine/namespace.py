@@ -111,11 +111,15 @@ def recorder_of(*arrays) -> Recorder:
     return found
 
 
+_PACKAGE = __name__.split(".")[0] + "."
+_FUNCTIONAL = __name__.split(".")[0] + ".nn.functional"
+
+
 def _not_an_array(a):
-    """ "op: arg must be an array or a Tensor, got str", the names found on the stack:
-    the argument's is its name in the function that asked (read on this error path
-    only, so no public function has to pass its names along), the op's that of the
-    nearest public function of the package's ``nn.functional`` on the way out."""
+    """The message ``relu: x must be an array or a Tensor, got str``, its names found on
+    the stack (on this error path only, so no public function passes its names along):
+    the argument's is its name in the nearest public function of ``nn.functional`` on
+    the way out (else in the function that asked), the op's that function's name."""
     import sys
 
     got = type(a).__name__
@@ -132,10 +136,6 @@ def _not_an_array(a):
         frame = frame.f_back
     what = f"{arg} must be an array or a Tensor" if arg else "expected an array or a Tensor"
     return f"{op + ': ' if op else ''}{what}, got {got}"
-
-
-_PACKAGE = __name__.split(".")[0] + "."
-_FUNCTIONAL = __name__.split(".")[0] + ".nn.functional"
 
 
 def move_leaf(t, new, grad, requires_grad):

@@ -71,10 +71,19 @@ def _check_dtypes(module, args):
             )
 
 
-def _argument_named(module, args, kwargs, obj):
-    """The name, in ``module.forward``'s signature, of the argument that is ``obj``
-    (None if ``obj`` is no argument, or is an array: the error is another one)."""
+# what forward reads of an array argument (the standard's attributes)
+_ARRAY_ATTRIBUTES = frozenset(("shape", "ndim", "dtype", "device", "size", "T", "mT",
+                               "__array_namespace__", "to_device"))  # fmt: skip
+
+
+def _argument_named(module, exc, args, kwargs):
+    """The name, in ``module.forward``'s signature, of the argument whose array
+    attribute the AttributeError ``exc`` failed to read (None if it is no argument, or
+    is an array, or the attribute is no array's: the error is another one)."""
+    obj = getattr(exc, "obj", None)
     if obj is None or hasattr(obj, "__array_namespace__"):
+        return None
+    if getattr(exc, "name", None) not in _ARRAY_ATTRIBUTES:
         return None
     import inspect
 
@@ -126,7 +135,7 @@ class Module:
             raise
         except AttributeError as exc:
             # forward read .shape (.ndim...) of an argument that is no array: say which
-            bad = _argument_named(self, args, kwargs, getattr(exc, "obj", None))
+            bad = _argument_named(self, exc, args, kwargs)
             if bad is None:
                 raise
             error = TypeError(

@@ -112,19 +112,22 @@ def recorder_of(*arrays) -> Recorder:
 
 
 _PACKAGE = __name__.split(".")[0] + "."
-_FUNCTIONAL = __name__.split(".")[0] + ".nn.functional"
+_NN = __name__.split(".")[0] + ".nn."
+_FUNCTIONAL = _NN + "functional"
 
 
 def _not_an_array(a):
     """The message ``relu: x must be an array or a Tensor, got str``, its names found on
     the stack (on this error path only, so no public function passes its names along):
     the argument's is its name in the nearest public function of ``nn.functional`` on
-    the way out (else in the function that asked), the op's that function's name."""
+    the way out (else in the layer that asked), the op's that function's name."""
     import sys
 
     got = type(a).__name__
     frame = sys._getframe(2)  # the function that called recorder_of
-    arg = next((k for k, v in frame.f_locals.items() if v is a), None)
+    arg = None  # a variable of the engine or the transforms would mean nothing to the user
+    if frame.f_globals.get("__name__", "").startswith(_NN):  # an op's or a layer's
+        arg = next((k for k, v in frame.f_locals.items() if v is a), None)
     op = None
     while frame is not None and frame.f_globals.get("__name__", "").startswith(_PACKAGE):
         module = frame.f_globals["__name__"]

@@ -32,8 +32,9 @@ _mount_backends()
 # The rules (the standard's ops) and nn.functional (the extension ops) fill the registry,
 # which imports neither.
 from . import nn, optim, pytree, rules  # noqa: E402, F401
+from .dtypes import get_default_dtype, set_default_dtype  # noqa: E402
 from .engine import registry  # noqa: E402
-from .engine.anomaly import detect_anomaly  # noqa: E402
+from .engine.anomaly import HostReadWarning, detect_anomaly  # noqa: E402
 from .engine.grad_mode import enable_grad, is_grad_enabled, no_grad  # noqa: E402
 from .engine.namespace import Autodiff  # noqa: E402
 from .engine.tensor import Tensor  # noqa: E402
@@ -60,6 +61,7 @@ __all__ = [
     "Tensor",
     "no_grad",
     "detect_anomaly",
+    "HostReadWarning",
     "enable_grad",
     "is_grad_enabled",
     "grad",
@@ -76,6 +78,8 @@ __all__ = [
     "vmap",
     "checkpoint",
     "registry",
+    "set_default_dtype",
+    "get_default_dtype",
     "nn",
     "optim",
     "save",

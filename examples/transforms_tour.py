@@ -163,7 +163,7 @@ check("checkpoint", ad.grad(lambda x: xp.sum(layer(x)))(x), A.T @ (1 - np.tanh(A
 # rewrites the gradient passing through the tensor: halving it halves `x.grad`.
 
 # %%
-linear = nn.Linear(3, 2)
+linear = nn.Linear(3, 2, dtype="float64")  # the data are float64
 W = np.asarray(linear.weight.data)
 handle = linear.register_forward_hook(lambda module, args, out: 2 * out)
 t = xp.asarray(x, requires_grad=True)

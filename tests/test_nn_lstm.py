@@ -155,7 +155,7 @@ def test_dropout_in_training_mode_only(xp):
 
 
 def test_dropout_is_reproducible_from_the_generator():
-    x = ad.Autodiff(np).asarray(_r(L, N, IN))
+    x = ad.Autodiff(np).asarray(_r(L, N, IN), dtype=np.float32)
 
     def run(seed):
         m = nn.LSTM(IN, H, num_layers=2, dropout=0.3, generator=np.random.default_rng(seed))

@@ -263,7 +263,7 @@ def test_load_state_dict_copies_into_the_same_buffers():
     assert b.head.weight is w and w.data is before
     for (k, p), (_, q) in zip(a.state_dict().items(), b.state_dict().items()):
         assert np.array_equal(np.asarray(p.data), np.asarray(q.data)), k
-    x = a.xp.asarray(RNG.standard_normal((5, 3)))
+    x = a.xp.asarray(RNG.standard_normal((5, 3)), dtype=a.xp.float32)
     assert np.array_equal(np.asarray(a(x).data), np.asarray(b(x).data))
 
 
@@ -305,7 +305,7 @@ def test_train_eval_and_dropout():
 
 def test_zero_grad():
     net = _Net()
-    x = net.xp.asarray(RNG.standard_normal((5, 3)))
+    x = net.xp.asarray(RNG.standard_normal((5, 3)), dtype=net.xp.float32)
     net.xp.sum(net(x)).backward()
     assert all(p.grad is not None for p in net.parameters())
     net.zero_grad(set_to_none=False)
@@ -362,12 +362,12 @@ def test_module_errors():
     with pytest.raises(ValueError, match="Conv2d: groups=3 must divide in_channels=4"):
         nn.Conv2d(4, 6, 3, groups=3)
     with pytest.raises(ValueError, match="Linear: expected input with last axis 3"):
-        nn.Linear(3, 2)(nn.Linear(3, 2).xp.ones((2, 4)))
+        nn.Linear(3, 2)(nn.Linear(3, 2).xp.ones((2, 4), dtype=np.float32))
     with pytest.raises(ValueError, match="not divisible by num_heads=3"):
         nn.MultiheadAttention(8, 3)
     with pytest.raises(ValueError, match="GRU: h_0 must have shape"):
         g = nn.GRU(2, 3)
-        g(g.xp.ones((4, 1, 2)), g.xp.ones((1, 2, 3)))
+        g(g.xp.ones((4, 1, 2), dtype=np.float32), g.xp.ones((1, 2, 3), dtype=np.float32))
     with pytest.raises(TypeError, match="weight is a parameter"):
         nn.Linear(2, 2).weight = 3
 

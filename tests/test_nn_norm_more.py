@@ -220,9 +220,9 @@ def test_errors(xp):
     with pytest.raises(ValueError, match="rms_norm.*eps"):
         F.rms_norm(x, (4,), eps=-1.0)
     with pytest.raises(ValueError, match="BatchNorm2d.*4-D"):
-        nn.BatchNorm2d(3, xp=xp)(x)
+        nn.BatchNorm2d(3, xp=xp, dtype="float64")(x)
     with pytest.raises(ValueError, match="BatchNorm1d.*channels"):
-        nn.BatchNorm1d(4, xp=xp)(x)
+        nn.BatchNorm1d(4, xp=xp, dtype="float64")(x)
     with pytest.raises(ValueError, match="GroupNorm.*divisible"):
         nn.GroupNorm(4, 6, xp=xp)
     with pytest.raises(ValueError, match="InstanceNorm2d.*spatial"):

@@ -123,7 +123,7 @@ def test_per_example_gradients_of_an_mlp_equal_a_loop_of_grads():
 
 
 def test_per_example_gradients_through_functional_call_of_a_module():
-    model = nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 2))
+    model = nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 2)).to(dtype="float64")
     params = {k: v.detach() for k, v in model.named_parameters()}
     X, Y = rng.standard_normal((6, 5)), rng.standard_normal((6, 2))
 

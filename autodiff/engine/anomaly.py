@@ -7,11 +7,16 @@ The hot paths pay one list test per recorded op while it is off (``anomaly[0]``)
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import threading
+import warnings
 
+from .grad_mode import transforming
 from .node import Outer, Zeros
 
-__all__ = ["detect_anomaly", "anomaly", "check_forward", "check_backward", "in_rule"]
+__all__ = ["detect_anomaly", "anomaly", "check_forward", "check_backward", "in_rule",
+           "HostReadWarning", "host_read"]  # fmt: skip
 
 _lock = threading.Lock()
 
@@ -46,13 +51,14 @@ class detect_anomaly:
 anomaly = [0]  # > 0 while detect_anomaly is on
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _caller():
     """``file:line: code`` of the innermost frame outside this package (the user's)."""
     import linecache
-    import os
-    import sys
 
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package
+    here = _PACKAGE
     f = sys._getframe(1)
     while f is not None and os.path.abspath(f.f_code.co_filename).startswith(here):
         f = f.f_back
@@ -114,3 +120,48 @@ def check_backward(B, node, grads, raw):
                     f"detect_anomaly: the backward of '{node.op.name}' made {_what(B, d)} in "
                     f"the gradient of its input {i}; the op was called at {where}"
                 )
+
+
+class HostReadWarning(UserWarning):
+    """A tensor being differentiated was read as a Python number (``float(t)``,
+    ``int(t)``, ``t.item()``...) inside a transform: whatever is computed from that
+    number is a constant to the transform, so the gradient through it is lost.
+
+    >>> import warnings, numpy as np, autodiff as ad
+    >>> xp = ad.Autodiff(np)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     g = ad.grad(lambda w: xp.sum(w * float(xp.sum(w))))(np.array([1.0, 2.0]))
+    >>> caught[0].category.__name__, g.tolist()  # the truth is [6.0, 6.0]
+    ('HostReadWarning', [3.0, 3.0])
+    """
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` of the innermost frame outside this package, seen from the
+    caller of this function: the warning names the user's line, and the default filter
+    shows it once per line."""
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def host_read(t, what):
+    """Check a conversion ``what`` (``float()``, ``item()``...) of the tensor ``t`` that
+    requires grad to a Python number: inside a transform's function the number cuts
+    the graph silently, so it warns (HostReadWarning, once per line of the user's code),
+    and raises under ``detect_anomaly``. Outside transforms it is a plain read (logging
+    a loss after ``backward()``). ``bool()`` is not checked: a branch on a value has
+    no gradient to lose."""
+    if not transforming.depth:
+        return
+    msg = (
+        f"{what} of a tensor that is being differentiated: the Python number it returns "
+        "is a constant to the transform, so the gradient through it is lost (the graph "
+        "is cut). Keep it a tensor (use the namespace's functions), or call .detach() "
+        "first if no gradient should flow"
+    )
+    if anomaly[0]:
+        raise RuntimeError(f"detect_anomaly: {msg}; at {_caller()}")
+    warnings.warn(msg, HostReadWarning, stacklevel=_user_stacklevel())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import threading
 
-__all__ = ["no_grad", "enable_grad", "is_grad_enabled", "mode", "grad_off"]
+__all__ = ["no_grad", "enable_grad", "is_grad_enabled", "mode", "grad_off", "transforming"]
 
 
 class _Mode(threading.local):
@@ -21,6 +21,15 @@ mode = _Mode()
 # the hot paths skip the thread-local read: ``if not grad_off[0] or mode.enabled``.
 grad_off = [0]
 _lock = threading.Lock()
+
+
+class _Transforming(threading.local):
+    depth = 0  # how many transforms' functions are running in this thread
+
+
+# Written by the transforms (transforms/common.py ``calling``); read by a Tensor's
+# conversions to Python numbers, which would cut the graph of a differentiated function.
+transforming = _Transforming()
 
 
 def is_grad_enabled() -> bool:

@@ -237,6 +237,7 @@ def setitem(t, key, value):
     if c is not None and len(c) > 3:  # versions.is_lent, inlined: the hot path of writes
         _own(t)
     rec = t._rec
+    rec.check_native("__setitem__", (value,))
     rkey = rec.raw_key(key)
     v = rec.raw(value, "__setitem__")
     if _copies(t, value):
@@ -266,6 +267,7 @@ def inplace(t, name, other):
         _own(t)
     rec = t._rec
     what = f"in-place {name}"
+    rec.check_native(what, (other,))
     if _copies(t, other):
         _check_writable(t, what)
         _write(t, _fit(rec, t, getattr(rec.xp, name)(t, other), what), what)

@@ -27,6 +27,7 @@ leading underscore (``wrap``, ``wrap_out``, ``raw``, ``raw_key``, ``record``) an
 from __future__ import annotations
 
 import functools
+import numbers
 import types
 
 from .. import backends, checks
@@ -56,6 +57,7 @@ __all__ = ["Autodiff", "Recorder", "recorder_of", "move_leaf"]
 _new = object.__new__
 _NO_KWARGS: dict = {}
 _NONE1 = (None,)
+_PYTHON_SCALARS = (bool, int, float, complex)
 
 _cache: dict = {}  # backend key -> Recorder
 
@@ -64,6 +66,11 @@ def Autodiff(xp) -> types.ModuleType:
     """The differentiable namespace of the Array API namespace ``xp`` (cached per backend)."""
     if any(rec.namespace is xp for rec in _cache.values()):  # already differentiable
         return xp
+    if isinstance(xp, (str, bytes, int, float, complex)) or not hasattr(xp, "asarray"):
+        raise TypeError(
+            "Autodiff: xp must be an array namespace (numpy, array_api_strict, "
+            f"array_api_compat.torch...), got {xp!r} ({type(xp).__name__})"
+        )
     return _recorder(xp).namespace
 
 
@@ -77,23 +84,61 @@ def _recorder(xp) -> Recorder:
 
 def recorder_of(*arrays) -> Recorder:
     """The Recorder of the first Tensor's namespace among ``arrays``; without one, of the
-    first raw array's namespace (None and Python scalars are passed over)."""
+    first raw array's namespace (None and Python scalars are passed over). Anything else
+    among them is a TypeError naming the public function called and the argument."""
+    found = None
     for a in arrays:
         if isinstance(a, Tensor):
-            return a._rec
+            found = a._rec
+            break
     for a in arrays:
+        if a is None or isinstance(a, (Tensor, bool, int, float, complex)):
+            continue
         if type(a) is Batched:  # inside vmap: one example of a batch (batching.py)
-            return a._rec
-        if a is not None and not isinstance(a, (bool, int, float, complex)):
-            import array_api_compat
+            found = found or a._rec
+            continue
+        import array_api_compat
 
-            try:
-                xp = array_api_compat.array_namespace(a)
-            except TypeError as exc:
-                raise TypeError(f"expected an array or a Tensor, got {type(a).__name__}") from exc
-            return _recorder(xp)
-    got = type(arrays[0]).__name__ if arrays else "nothing"
-    raise TypeError(f"expected an array or a Tensor, got {got}")
+        try:
+            xp = array_api_compat.array_namespace(a)
+        except TypeError:
+            raise TypeError(_not_an_array(a)) from None
+        if found is None:
+            found = _recorder(xp)
+    if found is None:
+        got = type(arrays[0]).__name__ if arrays else "nothing"
+        raise TypeError(f"expected an array or a Tensor, got {got}")
+    return found
+
+
+_PACKAGE = __name__.split(".")[0] + "."
+_NN = __name__.split(".")[0] + ".nn."
+_FUNCTIONAL = _NN + "functional"
+
+
+def _not_an_array(a):
+    """The message ``relu: x must be an array or a Tensor, got str``, its names found on
+    the stack (on this error path only, so no public function passes its names along):
+    the argument's is its name in the nearest public function of ``nn.functional`` on
+    the way out (else in the layer that asked), the op's that function's name."""
+    import sys
+
+    got = type(a).__name__
+    frame = sys._getframe(2)  # the function that called recorder_of
+    arg = None  # a variable of the engine or the transforms would mean nothing to the user
+    if frame.f_globals.get("__name__", "").startswith(_NN):  # an op's or a layer's
+        arg = next((k for k, v in frame.f_locals.items() if v is a), None)
+    op = None
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_PACKAGE):
+        module = frame.f_globals["__name__"]
+        name = frame.f_code.co_name
+        if module.startswith(_FUNCTIONAL) and name in frame.f_globals.get("__all__", ()):
+            op = name
+            arg = next((k for k, v in frame.f_locals.items() if v is a), arg)
+            break
+        frame = frame.f_back
+    what = f"{arg} must be an array or a Tensor" if arg else "expected an array or a Tensor"
+    return f"{op + ': ' if op else ''}{what}, got {got}"
 
 
 def move_leaf(t, new, grad, requires_grad):
@@ -168,6 +213,8 @@ class Recorder:
         self._bind_operators()
         self.namespace = self._public()
         cls._ns = self.namespace
+        # what a call may take besides its Tensors: this library's arrays and numbers
+        self._own = (type(B.asarray(0.0)), numbers.Number, Batched, Tensor)
 
     # -- building --------------------------------------------------------------
     def _bind_operators(self):
@@ -388,6 +435,37 @@ class Recorder:
                     saved[i] = Meta(d.shape, d.dtype, device_of(d))
         return tuple(saved), tuple(edges), tuple(versions)
 
+    def foreign(self, a):
+        """Whether ``a`` is an array of another library (torch's in a NumPy namespace,
+        NumPy's in array_api_strict's...): the backend would convert it silently, or
+        hand back that library's array, with the graph cut."""
+        if isinstance(a, self._own):
+            return False
+        t = type(a)
+        return hasattr(t, "__array_namespace__") or hasattr(t, "__dlpack__")
+
+    def check_native(self, name, args, kwargs=None):
+        """A TypeError naming the op and both libraries if an argument (or an item of a
+        list or tuple argument, or a keyword's value) is an array of another library."""
+        for a in args:
+            if type(a) in (list, tuple):
+                self.check_native(name, a)
+            elif a is not None and self.foreign(a):
+                raise self.foreign_error(name, a)
+        if kwargs:
+            self.check_native(name, kwargs.values())
+
+    def foreign_error(self, name, a):
+        t = type(a)
+        ns = self.namespace.__name__
+        return TypeError(
+            f"{name}: an array of {t.__module__.split('.')[0]} ({t.__module__}."
+            f"{t.__qualname__}) in a call on tensors of {ns}: arrays of two libraries "
+            f"can't be mixed ({ns} can't differentiate through the other's, and would "
+            f"convert it silently or hand back its array). Move it first: "
+            f"{ns}.asarray(a) copies its values into {ns}"
+        )
+
     def _mix_error(self, name, a):
         return TypeError(
             f"{name}: tensors of two different namespaces in one call "
@@ -475,6 +553,7 @@ def _binary(rec, op, raw):
     real_only = diff and not op.complex  # complex inputs refused (one test per call)
     is_complex = rec.is_complex
     vmapping, batched_call = _vmapping, _batched_call  # inside vmap (batching.py)
+    foreign = rec.foreign
 
     def binary(x1, x2, /):
         # The common cases first: tensor (op) tensor, tensor (op) Python scalar.
@@ -490,6 +569,8 @@ def _binary(rec, op, raw):
             else:
                 if vmapping[0] and type(x2) is Batched:
                     return batched_call(op, binary, (x1, x2), _NO_KWARGS)
+                if type(x2) not in _PYTHON_SCALARS and foreign(x2):
+                    raise rec.foreign_error(name, x2)
                 b = x2
                 r = x1._rg and rule1 is not None
         elif type(x2) is cls:
@@ -497,12 +578,15 @@ def _binary(rec, op, raw):
                 raise rec._mix_error(name, x1)
             if vmapping[0] and type(x1) is Batched:
                 return batched_call(op, binary, (x1, x2), _NO_KWARGS)
+            if type(x1) not in _PYTHON_SCALARS and foreign(x1):
+                raise rec.foreign_error(name, x1)
             a = x1
             b = x2.data
             r = 2 * (x2._rg and rule2 is not None)
         else:
             if vmapping[0] and (type(x1) is Batched or type(x2) is Batched):
                 return batched_call(op, binary, (x1, x2), _NO_KWARGS)
+            rec.check_native(name, (x1, x2))
             return rec.wrap_out(raw(x1, x2))
         try:
             out = raw(a, b)
@@ -606,6 +690,7 @@ def _generic(rec, op, raw):
     refuse_complex = not op.complex and op.chapter.startswith("nn")
     is_complex = rec.is_complex
     vmapping = _vmapping
+    foreign, check_native = rec.foreign, rec.check_native
 
     def generic(*args, **kwargs):
         if vmapping[0] and holds(args, kwargs):  # inside vmap: the op's batching rule
@@ -620,7 +705,12 @@ def _generic(rec, op, raw):
                 rg = rg or a._rg
                 if refuse_complex and is_complex(d.dtype):
                     raise real_only_error(name, d.dtype, grad=False)
+            elif type(a) in (list, tuple):
+                check_native(name, a)
+            elif a is not None and type(a) not in _PYTHON_SCALARS and foreign(a):
+                raise rec.foreign_error(name, a)
         if kwargs:
+            check_native(name, (), kwargs)
             for k, v in kwargs.items():
                 if isinstance(v, Tensor):
                     if v._rg and kind != CONST and mode.enabled:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import warnings
 
 from . import backward, hooks, versions
+from .anomaly import host_read
 
 __all__ = ["Tensor", "exported"]
 
@@ -74,6 +75,18 @@ class Tensor:
     def __array_namespace__(self, *, api_version=None):
         return self._ns
 
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        # torch's functions can't take a Tensor (of any namespace, torch's included):
+        # say so. On an operator (torch_array @ t) torch turns this TypeError into
+        # NotImplemented, so Python calls the reflected operator of ours.
+        name = getattr(func, "__name__", repr(func))
+        raise TypeError(
+            f"torch.{name}: a torch function called on a Tensor of {cls._ns.__name__}; "
+            f"use the namespace's functions ({cls._ns.__name__}), or move the values "
+            "first: torch.asarray(t.detach()) if no gradient should flow"
+        )
+
     def to_device(self, device, /, *, stream=None):
         return self._rec.xp.to_device(self, device, stream=stream)
 
@@ -87,18 +100,26 @@ class Tensor:
         return self.data.__dlpack_device__()
 
     def __bool__(self):
+        # not a host read that cuts a graph: a branch on a value has no gradient to lose
         return bool(self.data)
 
     def __float__(self):
+        if self._rg:
+            host_read(self, "float()")
         return float(self.data)
 
     def __int__(self):
+        if self._rg:
+            host_read(self, "int()")
         return int(self.data)
 
     def __index__(self):
+        # integer tensors only, which never require grad: no graph to cut
         return self.data.__index__()
 
     def __complex__(self):
+        if self._rg:
+            host_read(self, "complex()")
         return complex(self.data)
 
     def __len__(self):
@@ -115,6 +136,8 @@ class Tensor:
         """The value of a one-element tensor as a Python scalar."""
         if self.size != 1:
             raise ValueError(f"item: the tensor has {self.size} elements, not one")
+        if self._rg:
+            host_read(self, "item()")
         d = self.data
         if hasattr(d, "item"):
             return d.item()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from .. import checks
+from ..dtypes import get_default_dtype
 from ..engine.grad_mode import no_grad
 from .modules.module import Module
 
@@ -77,7 +78,7 @@ def summary(model, input_shape, *, dtype=None, xp=None):
     xp = model.xp if xp is None else xp
     if dtype is None:
         params = list(model.parameters())
-        dtype = params[0].dtype if params else xp.float32
+        dtype = params[0].dtype if params else getattr(xp, get_default_dtype())
     names = {id(m): name for name, m in model.named_modules()}
     calls = []  # [module, output shape], in the order the calls began (torchinfo's)
 

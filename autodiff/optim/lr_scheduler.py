@@ -21,7 +21,10 @@ from .. import checks
 def _check_optimizer(owner, optimizer) -> None:
     groups = getattr(optimizer, "param_groups", None)
     if not isinstance(groups, list) or not callable(getattr(optimizer, "step", None)):
-        raise TypeError(f"{owner}: {type(optimizer).__name__} is not an Optimizer")
+        raise TypeError(
+            f"{owner}: optimizer must be an Optimizer, got {type(optimizer).__name__} "
+            "(it is not an Optimizer)"
+        )
 
 
 def _per_group(owner, name, value, optimizer, low=None, high=None) -> list:
@@ -211,6 +214,7 @@ class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)``; one function, or one per parameter group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        _check_optimizer("LambdaLR", optimizer)
         n = len(optimizer.param_groups)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != n:

@@ -54,12 +54,15 @@ class Optimizer:
         self.defaults = dict(defaults)
         self.state: dict = {}  # parameter Tensor -> {name: raw array or number}
         self.param_groups: list[dict] = []
-        if isinstance(params, (Tensor, dict)):
-            raise TypeError(
-                f"{self._name}: params must be an iterable of Tensors or of dicts "
-                f"(parameter groups), got a single {type(params).__name__}"
-            )
-        groups = list(params)
+        expected = (
+            f"{self._name}: params must be an iterable of Tensors or of dicts (parameter groups)"
+        )
+        if isinstance(params, (Tensor, dict, str)):
+            raise TypeError(f"{expected}, got a single {type(params).__name__}")
+        try:
+            groups = list(params)
+        except TypeError:
+            raise TypeError(f"{expected}, got {type(params).__name__}") from None
         if not groups:
             raise ValueError(f"{self._name}: got an empty parameter list")
         if not isinstance(groups[0], dict):
@@ -102,7 +105,7 @@ class Optimizer:
         for i, p in enumerate(params):
             if not isinstance(p, Tensor):
                 raise TypeError(
-                    f"{name}: parameter {i} of the group is a {type(p).__name__}, "
+                    f"{name}: params: parameter {i} of the group is a {type(p).__name__}, "
                     "not an autodiff Tensor"
                 )
             if not p.is_leaf:

@@ -31,7 +31,7 @@ import random
 import threading
 import weakref
 
-from .. import pytree
+from .. import checks, pytree
 from ..engine.grad_mode import enable_grad, mode
 from ..engine.node import Recompute, attach, next_seq
 from ..engine.tensor import Tensor
@@ -73,6 +73,7 @@ def checkpoint(f):
     randomness inside ``f`` is not reproduced, and tensors ``f`` reads that require no
     gradient, and are not saved by an op, must not change until the backward.
     """
+    checks.function("checkpoint", "f", f)
     if not callable(f):
         raise TypeError(f"checkpoint: f must be callable, got {type(f).__name__}")
     name = getattr(f, "__name__", None) or type(f).__name__

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 
 from .. import pytree
 from ..checks import integers
@@ -34,11 +33,7 @@ IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=()
               jvp=lambda xp, ts, ans, x: ts[0])  # fmt: skip
 
 
-class _Running(threading.local):
-    depth = 0  # how many transforms' functions are running in this thread
-
-
-_running = _Running()
+_running = grad_mode.transforming  # how many transforms' functions run in this thread
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from .. import pytree
+from .. import checks, pytree
 from ..engine import backward, grad_mode
 from ..engine.batching import Batched, depth, derived
 from ..engine.grad_mode import mode
@@ -42,6 +42,7 @@ class custom_vjp:
     """
 
     def __init__(self, fun):
+        checks.function("custom_vjp", "fun", fun)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.fwd = self.bwd = None
@@ -284,6 +285,7 @@ class custom_jvp:
     """
 
     def __init__(self, fun):
+        checks.function("custom_jvp", "fun", fun)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.jvp_fn = None

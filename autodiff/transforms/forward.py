@@ -34,7 +34,7 @@ import functools
 import math
 import operator
 
-from .. import pytree
+from .. import checks, pytree
 from ..engine import backward, grad_mode
 from ..engine.batching import Batched, active, depth
 from ..engine.errors import add_context, add_op_name
@@ -636,12 +636,14 @@ def jvp(f, primals, tangents):
     """``(f(*primals), J @ tangents)`` by one forward pass carrying tangents: each
     recorded op's JVP rule (see ``autodiff/forward.py``), no reverse pass. Raw arrays in
     give raw arrays out."""
+    checks.function("jvp", "f", f)
     return in_kind((primals, tangents), _jvp(f, primals, tangents))
 
 
 def hvp(f, primals, tangents):
     """``(grad f(primals), H @ tangents)``, forward over reverse (JAX's
     ``jvp(grad(f))``; see ``forward.hvp``). Raw arrays in give raw arrays out."""
+    checks.function("hvp", "f", f)
     return in_kind((primals, tangents), _hvp(f, primals, tangents))
 
 
@@ -693,6 +695,7 @@ def jacfwd(f, argnums=0):
     ``f(x).shape + x.shape``; one forward pass per element of ``x`` (inside vmap, ``vmap``
     of ``jvp``). Arguments and outputs may be trees: the result is a tree of the output's
     structure whose leaves are trees of the argument's (JAX's rule)."""
+    checks.function("jacfwd", "f", f)
     return on_trees(_jacfwd_arrays, f, argnums, "jacfwd")
 
 
@@ -700,4 +703,5 @@ def hessian(f, argnums=0):
     """``hessian(f)(x)`` has shape ``x.shape + x.shape``: ``jacfwd(jacrev(f))``, forward
     over reverse, as JAX's (one recorded backward pass, then one forward pass through it
     per element of ``x``); of a tree, the tree of blocks ``H[a][b]`` (JAX's structure)."""
+    checks.function("hessian", "f", f)
     return jacfwd(jacobian(f, argnums), argnums)

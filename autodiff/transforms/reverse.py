@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 
-from .. import pytree
+from .. import checks, pytree
 from ..engine import backward, grad_mode, versions
 from ..engine.batching import Batched, active, depth
 from ..engine.grad_mode import mode
@@ -286,6 +286,7 @@ def _scalar_output(result, what):
 def value_and_grad(f, argnums=0, has_aux=False):
     """``(f(*args), grad)``; with ``has_aux``, ``((value, aux), grad)``. The gradient has
     the structure of the argument (a dict of arrays gives a dict of gradients)."""
+    checks.function("value_and_grad", "f", f)
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
@@ -312,6 +313,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
 def grad(f, argnums=0, has_aux=False):
     """The gradient of a scalar function: ``grad(f)(x)`` has ``x``'s shape (and a tree
     of arrays gives a tree of gradients)."""
+    checks.function("grad", "f", f)
     vg = value_and_grad(f, argnums, has_aux)
 
     @functools.wraps(f)
@@ -327,6 +329,7 @@ def vjp(f, *primals):
 
     Primals, the output and the cotangent may be trees; the cotangent has the output's
     structure, and each result the structure of its primal."""
+    checks.function("vjp", "f", f)
     inputs, out, vjp_fn = _vjp(f, primals, "vjp")
 
     def given(cotangent):
@@ -468,4 +471,5 @@ def jacobian(f, argnums=0):
     """The Jacobian by reverse mode (JAX's ``jacrev``; also ``ad.jacrev``): one backward
     pass per element of the output (inside vmap, one ``vmap(vjp_fn)`` for all); trees
     as :func:`jacfwd`."""
+    checks.function("jacobian", "f", f)
     return on_trees(_jacrev_arrays, f, argnums, "jacobian")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .. import pytree
+from .. import checks, pytree
 from ..engine import versions
 from ..engine.batching import Batched, active, enter, leave, peel, wrap_level
 from ..engine.tensor import Tensor
@@ -308,6 +308,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None):
     transforms: ``vmap(grad(loss), in_axes=(None, 0, 0))(params, X, Y)`` gives one
     gradient per example, ``vmap(vjp_fn)(cotangents)`` one VJP per cotangent, and vmaps
     nest. Raw arrays in give raw arrays out."""
+    checks.function("vmap", "f", f)
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):

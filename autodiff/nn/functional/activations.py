@@ -341,6 +341,7 @@ def hardswish(x):
 def glu(x, axis=-1):
     """a sigmoid(b), where a and b are the two halves of ``x`` along ``axis`` (torch's
     ``dim``); a composition of slicing, sigmoid and multiply."""
+    recorder_of(x)  # a non-array named first
     checks.integer("glu", "axis", axis)
     n = x.shape[axis]
     if n % 2:
@@ -353,6 +354,7 @@ def glu(x, axis=-1):
 
 def softmin(x, axis=-1):
     """softmax(-x) along ``axis``."""
+    recorder_of(x)  # a non-array named first
     return softmax(-x, axis=axis)
 
 

@@ -91,6 +91,7 @@ def rope(x, positions=None, base=10000.0, interleaved=False):
 
 def _rope(x, positions, base, interleaved):
     """``rope`` of checked arguments (a float, a bool): the shapes are checked here."""
+    recorder_of(x, positions)  # a non-array named first
     if x.ndim < 2 or x.shape[-1] % 2:
         raise ValueError(f"rope: x must be (..., seq, dim) with an even dim, got {tuple(x.shape)}")
     rec = recorder_of(x)
@@ -230,6 +231,7 @@ def self_attention_packed(qkv, heads, attn_mask=None, is_causal=False, scale=Non
     axis as ``nn.MultiheadAttention``'s in-projection makes them: the heads' outputs
     merged to (N, L, heads * d). ``attn_mask`` as in ``scaled_dot_product_attention``
     (True = attend, or added), broadcast against (N, heads, L, L)."""
+    recorder_of(qkv)  # a non-array named first
     name = "self_attention_packed"
     checks.integer(name, "heads", heads, low=1)
     checks.flag(name, "is_causal", is_causal)
@@ -280,6 +282,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 def _sdpa_checked(query, key, value, attn_mask, is_causal, scale, dropout_p=0.0, seed=None):
     """``scaled_dot_product_attention`` of checked arguments: the shapes are checked here.
     With ``dropout_p`` the weights are dropped (``_attention_dropout``)."""
+    recorder_of(query, key, value, attn_mask)  # a non-array named first
     if query.ndim < 2 or key.ndim != query.ndim or value.ndim != query.ndim:
         raise ValueError(
             "scaled_dot_product_attention: query, key and value must have the same number "

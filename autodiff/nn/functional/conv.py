@@ -284,6 +284,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv2d_call(name, input, weight, bias, stride, padding, dilation, groups):
     """``conv2d`` of checked arguments (``_conv_args``): the shapes are checked here."""
+    recorder_of(input, weight, bias)  # a non-array named first
     _check(name, input, weight, groups, 1, "weight.shape[1] * groups")
     if weight.shape[0] % groups:
         raise ValueError(
@@ -403,6 +404,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def _conv_transpose2d_call(name, input, weight, bias, stride, padding, output_padding, groups,
                            dilation):  # fmt: skip
     """``conv_transpose2d`` of checked arguments: the shapes are checked here."""
+    recorder_of(input, weight, bias)  # a non-array named first
     _check(name, input, weight, groups, 0, "weight.shape[0]")
     full = _full_size(input.shape[-2:], tuple(weight.shape[2:]), stride, dilation, output_padding)
     if any(f - 2 * p < 1 for f, p in zip(full, padding)):
@@ -474,6 +476,7 @@ def _conv1d_args(name, kernel_size, stride, padding, dilation, groups):
 
 def _conv1d_call(name, input, weight, bias, stride, padding, dilation, groups):
     """``conv1d`` of checked arguments (``_conv1d_args``)."""
+    recorder_of(input, weight, bias)  # a non-array named first
     x, unbatched = _as_2d(name, input)
     w = _kernel_2d(name, weight)
     pad = padding if isinstance(padding, str) else (0, padding)
@@ -507,6 +510,7 @@ def _conv_transpose1d_args(name, kernel_size, stride, padding, output_padding, g
 
 def _conv_transpose1d_call(name, input, weight, bias, stride, padding, output_padding, groups,
                            dilation):  # fmt: skip
+    recorder_of(input, weight, bias)  # a non-array named first
     x, unbatched = _as_2d(name, input)
     w = _kernel_2d(name, weight)
     y = _conv_transpose2d_call(name, x, w, bias, (1, stride), (0, padding), (0, output_padding),

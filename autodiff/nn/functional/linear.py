@@ -111,6 +111,7 @@ defop(
 
 def linear(input, weight, bias=None):
     """x W^T + b, as torch: ``weight`` (out, in), ``bias`` (out,), ``input`` (..., in)."""
+    recorder_of(input, weight, bias)  # a non-array named first
     if weight.ndim != 2:
         raise ValueError(f"linear: weight must be 2-D (out, in), got shape {tuple(weight.shape)}")
     out_f, in_f = weight.shape

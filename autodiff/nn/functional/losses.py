@@ -258,6 +258,7 @@ defop(
 
 def mse_loss(input, target, reduction="mean"):
     """(input - target)^2, reduced by 'mean' (default), 'sum' or 'none'."""
+    recorder_of(input, target)  # a non-array named first
     checks.choice("mse_loss", "reduction", reduction, _REDUCTIONS)
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(
@@ -322,6 +323,7 @@ defop(
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     """-[p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))] * weight, p = ``pos_weight``
     (broadcast over the last axis as torch), reduced by 'mean', 'sum' or 'none'."""
+    recorder_of(input, target, weight, pos_weight)  # a non-array named first
     name = "binary_cross_entropy_with_logits"
     checks.choice(name, "reduction", reduction, _REDUCTIONS)
     shape = tuple(input.shape)

@@ -94,6 +94,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the trailing ``normalized_shape`` axes (biased variance, as
     torch), then scale by ``weight`` and shift by ``bias`` (both of that shape); ``eps``
     >= 0."""
+    recorder_of(input, weight, bias)  # a non-array named first
     shape = checks.integers("layer_norm", "normalized_shape", normalized_shape, low=0)
     shape = tuple(int(n) for n in shape)
     checks.number("layer_norm", "eps", eps, low=0)
@@ -274,6 +275,7 @@ def _check_channels(name, input, c_axis_min=2, **arrays):
 def _batch_norm_checked(input, running_mean, running_var, weight, bias, training, momentum,
                         eps, name="batch_norm"):  # fmt: skip
     """``batch_norm`` of checked flags and numbers: the shapes are checked here."""
+    recorder_of(input, running_mean, running_var, weight, bias)  # a non-array named first
     _check_channels(name, input, weight=weight, bias=bias, running_mean=running_mean,
                     running_var=running_var)  # fmt: skip
     rec = recorder_of(input, weight, bias, running_mean, running_var)
@@ -396,6 +398,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 def _group_norm_checked(input, num_groups, weight, bias, eps, name="group_norm"):
+    recorder_of(input, weight, bias)  # a non-array named first
     c = _check_channels(name, input, weight=weight, bias=bias)
     if c % num_groups:
         raise ValueError(f"{name}: {c} channels can't be split into {num_groups} groups")
@@ -453,6 +456,7 @@ defop(
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape``
     axes, as torch; ``eps`` None: the machine epsilon of the input's dtype."""
+    recorder_of(input, weight)  # a non-array named first
     name = "rms_norm"
     shape = tuple(int(n) for n in checks.integers(name, "normalized_shape", normalized_shape,
                                                   low=0))  # fmt: skip

@@ -164,6 +164,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def _max_pool2d(name, input, args):
     """``max_pool2d`` of checked arguments (``_pool_args``)."""
+    recorder_of(input)  # a non-array named first
     kernel, stride, dilation, pads, out, _ = _geometry(name, input, args)
     nn = recorder_of(input).xp.nn
     return nn.max_pool2d(input, kernel=kernel, stride=stride, dilation=dilation, pads=pads,
@@ -225,6 +226,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def _avg_pool2d(name, input, args, count_include_pad):
     """``avg_pool2d`` of checked arguments (``_pool_args``, a bool)."""
+    recorder_of(input)  # a non-array named first
     kernel, stride, _, pads, out, padding = _geometry(name, input, args)
     geometry = {"kernel": kernel, "stride": stride, "pads": pads, "out": out, "padding": padding}
     return recorder_of(input).xp.nn.avg_pool2d(

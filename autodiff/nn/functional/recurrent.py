@@ -205,6 +205,7 @@ def _check_cell(name, x, h, w_ih, w_hh, b_ih, b_hh, gates):
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One GRU step (torch's formula): r, z, n gates from weights (3H, in) and (3H, H)."""
+    recorder_of(input, hx, w_ih, w_hh, b_ih, b_hh)  # a non-array named first
     _check_cell("gru_cell", input, hx, w_ih, w_hh, b_ih, b_hh, 3)
     return recorder_of(input, hx, w_ih).xp.nn.gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
@@ -303,6 +304,7 @@ def gru_sequence(input, h0, w_ih, w_hh, b_ih=None, b_hh=None):
     """A GRU layer over a whole sequence: ``input`` (T, N, in), ``h0`` (N, H); returns
     every step's state, (T, N, H), as repeated ``gru_cell`` would, in one op (one
     matmul for the inputs of all steps, one per weight gradient)."""
+    recorder_of(input, h0, w_ih, w_hh, b_ih, b_hh)  # a non-array named first
     if input.ndim != 3 or h0.ndim != 2:
         raise ValueError(
             f"gru_sequence: input must be (T, N, in) and h0 (N, H), got "
@@ -390,6 +392,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     if len(hx) != 2:
         raise ValueError(f"lstm_cell: hx must be a pair (h, c), got {len(hx)} arrays")
     h, c = hx
+    recorder_of(input, h, c, w_ih, w_hh, b_ih, b_hh)  # a non-array named first
     _check_cell("lstm_cell", input, h, w_ih, w_hh, b_ih, b_hh, 4)
     if tuple(c.shape) != tuple(h.shape):
         raise ValueError(f"lstm_cell: cell state {tuple(c.shape)} != hidden state {tuple(h.shape)}")
@@ -449,6 +452,7 @@ def gated_memory_cell(m, x, w_z, w_c, b_z=None, b_c=None):
     """One step of the gated memory cell: u = concat([m, x]); z = sigmoid(u @ w_z + b_z);
     c = tanh(u @ w_c + b_c); m_next = (1 - z) * m + z * c. A convex update: |m| <= 1
     stays so, whatever the weights."""
+    recorder_of(m, x, w_z, w_c, b_z, b_c)  # a non-array named first
     k = m.shape[-1] + x.shape[-1]
     for label, w in (("w_z", w_z), ("w_c", w_c)):
         if tuple(w.shape) != (k, m.shape[-1]):

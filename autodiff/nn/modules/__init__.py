@@ -2,7 +2,8 @@
 and default initialization, so a torch state dict loads one to one.
 
 Every layer with parameters is created on a namespace: ``xp=`` (raw or
-differentiable, default ``Autodiff(numpy)``), ``dtype=`` (default float32),
+differentiable, default ``Autodiff(numpy)``), ``dtype=`` (default
+``autodiff.get_default_dtype()``, float32 unless set),
 ``device=``, and ``generator=`` (a NumPy Generator; default: the one seeded by
 ``autodiff.nn.init.manual_seed``).
 

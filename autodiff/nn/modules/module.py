@@ -14,6 +14,8 @@ from collections import OrderedDict, namedtuple
 
 from ... import checks
 from ...backends import device_of
+from ...dtypes import FLOATING, dtype_in, dtype_name, get_default_dtype
+from ...engine.errors import add_op_name
 from ...engine.grad_mode import no_grad
 from ...engine.hooks import RemovableHandle
 from ...engine.namespace import move_leaf
@@ -43,46 +45,64 @@ def default_namespace(xp=None, owner="Module"):
     return Autodiff(xp)
 
 
-# the dtype names of the standard (and NumPy's half precision)
-_DTYPE_NAMES = frozenset(
-    "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 "
-    "float64 complex64 complex128".split()
-)
-_FLOATING = frozenset(("float16", "bfloat16", "float32", "float64"))
+_dtype_name, _dtype_in = dtype_name, dtype_in
 
 
-def _dtype_name(dtype, owner, floating=False):
-    """The name of ``dtype`` (a dtype object of any namespace, or its name): a TypeError
-    for what is no dtype, a ValueError for an unknown name (or, with ``floating``, a
-    dtype that is not real floating), naming ``owner``."""
-    if isinstance(dtype, str):
-        name = dtype
-    elif isinstance(dtype, (bool, int, float, complex)):
-        raise TypeError(f"{owner}: dtype must be a dtype or its name, got {dtype!r}")
-    else:  # numpy: a scalar type (np.float32) or np.dtype; others print "lib.float32"
-        name = getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
-        if not isinstance(name, str):
-            name = str(dtype)
-        name = name.rsplit(".", 1)[-1].rstrip("_")
-        if name not in _DTYPE_NAMES:
-            kind = type(dtype).__name__
-            raise TypeError(f"{owner}: dtype must be a dtype or its name, got {dtype!r} ({kind})")
-    if name not in _DTYPE_NAMES:
-        raise ValueError(f"{owner}: dtype {name!r} is not a dtype name")
-    if floating and name not in _FLOATING:
-        raise ValueError(f"{owner}: dtype must be a real floating dtype, got {name!r}")
-    return name
+def _check_dtypes(module, args):
+    """A TypeError naming the module and both dtypes if a floating input's dtype is not
+    its parameters' (as torch): NumPy would promote float32 parameters to float64 data
+    silently, computing the whole model in the input's precision."""
+    want = next((p.dtype for p in module._parameters.values() if p is not None), None)
+    for a in args:
+        have = getattr(a, "dtype", None)
+        if have is None or want is None or have == want:
+            continue
+        try:
+            have_name, want_name = dtype_name(have, ""), dtype_name(want, "")
+        except (TypeError, ValueError):  # no dtype of the standard: the op decides
+            continue
+        if have_name in FLOATING and have_name != want_name:
+            raise TypeError(
+                f"{type(module).__name__}: the input has dtype {have_name} but the "
+                f"module's parameters are {want_name}; cast the input "
+                f"(xp.astype(x, xp.{want_name})) or the module "
+                f"(module.to(dtype='{have_name}')), or make new modules {have_name} "
+                f"with autodiff.set_default_dtype('{have_name}')"
+            )
 
 
-def _dtype_in(xp, dtype, owner="Module", floating=False):
-    """``dtype`` (a dtype object of any namespace, or its name) as ``xp``'s dtype."""
-    if dtype is None:
+# what forward reads of an array argument (the standard's attributes)
+_ARRAY_ATTRIBUTES = frozenset(("shape", "ndim", "dtype", "device", "size", "T", "mT",
+                               "__array_namespace__", "to_device"))  # fmt: skip
+
+
+def _argument_named(module, exc, args, kwargs):
+    """The name, in ``module.forward``'s signature, of the argument whose array
+    attribute the AttributeError ``exc`` failed to read (None if it is no argument, or
+    is an array, or the attribute is no array's: the error is another one)."""
+    obj = getattr(exc, "obj", None)
+    if obj is None or hasattr(obj, "__array_namespace__"):
         return None
-    name = _dtype_name(dtype, owner, floating)
+    if getattr(exc, "name", None) not in _ARRAY_ATTRIBUTES:
+        return None
+    import inspect
+
+    names = [p.name for p in inspect.signature(module.forward).parameters.values()]
+    given = dict(zip(names, args), **kwargs)
+    return next((k for k, v in given.items() if v is obj), None)
+
+
+def _name_module(exc, module):
+    """Prefix an error raised by a module's call with the module's class name, once:
+    the innermost module names itself (``Linear: nn.linear: ...``), the enclosing
+    ones leave it as it is."""
+    if getattr(exc, "_autodiff_module", False):
+        return
+    add_op_name(exc, type(module).__name__)
     try:
-        return getattr(xp, name)
-    except AttributeError:
-        raise ValueError(f"{owner}: {xp.__name__} has no dtype {name!r}") from None
+        exc._autodiff_module = True
+    except AttributeError:  # an exception type with slots: named, not marked
+        pass
 
 
 class Module:
@@ -104,8 +124,28 @@ class Module:
     _call_hooks = None
 
     def __call__(self, *args, **kwargs):
-        if self._call_hooks is None:
-            return self.forward(*args, **kwargs)
+        try:
+            if self._call_hooks is None:
+                if self._parameters:
+                    _check_dtypes(self, args)
+                return self.forward(*args, **kwargs)
+            return self._call_with_hooks(args, kwargs)
+        except (TypeError, ValueError, IndexError) as exc:
+            _name_module(exc, self)
+            raise
+        except AttributeError as exc:
+            # forward read .shape (.ndim...) of an argument that is no array: say which
+            bad = _argument_named(self, exc, args, kwargs)
+            if bad is None:
+                raise
+            error = TypeError(
+                f"{type(self).__name__}: {bad} must be an array or a Tensor, got "
+                f"{type(exc.obj).__name__}"
+            )
+            error._autodiff_module = True
+            raise error from None
+
+    def _call_with_hooks(self, args, kwargs):
         pre, post = self._call_hooks
         for hook, with_kwargs in list(pre.values()):
             if with_kwargs:
@@ -121,6 +161,8 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        if self._parameters:
+            _check_dtypes(self, args)
         out = self.forward(*args, **kwargs)
         for hook, with_kwargs in list(post.values()):
             result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
@@ -542,7 +584,8 @@ def factory(xp, dtype, device, owner="Module", generator=None):
     and ``generator`` checked, errors naming ``owner``."""
     xp = default_namespace(xp, owner)
     init.check_generator(owner, generator)
-    return xp, (xp.float32 if dtype is None else _dtype_in(xp, dtype, owner)), device
+    dtype = _dtype_in(xp, get_default_dtype() if dtype is None else dtype, owner)
+    return xp, dtype, device
 
 
 def sizes(name, positive=(), **counts):

@@ -94,7 +94,9 @@ class _Layer(Module):
 
 
 def _check_input(name, what, x, d_model):
-    if not hasattr(x, "shape") or x.ndim not in (2, 3) or x.shape[-1] != d_model:
+    if not hasattr(x, "shape"):
+        raise TypeError(f"{name}: {what} must be an array or a Tensor, got {type(x).__name__}")
+    if x.ndim not in (2, 3) or x.shape[-1] != d_model:
         shape = tuple(getattr(x, "shape", ()))
         raise ValueError(
             f"{name}: {what} must be (seq, d_model) or 3-D ending with d_model={d_model}, "

@@ -38,6 +38,9 @@ KERNELS = (
     "col2im2d_rows",
     "may_share_memory",
     "persist",
+    "embed",
+    "set_at",
+    "set_",
 )
 
 # Module of fast paths (in this package), by the name of the canonical namespace.
@@ -81,6 +84,27 @@ def _canonical(xp):
     return name, xp
 
 
+def _mutable(xp) -> bool:
+    """Whether ``xp``'s arrays take item assignment: one probe, on a 1-element array."""
+    a = xp.zeros((1,))
+    try:
+        a[0] = 1
+    except Exception:  # TypeError (JAX), AttributeError or NotImplementedError elsewhere
+        return False
+    return True
+
+
+def _fast_module(key, xp, mutable):
+    """The module of fast paths for the library: by name for the ones this folder knows;
+    for an immutable library whose arrays have a functional updater (``x.at[key].set``,
+    as JAX's), the one written with it."""
+    if key in _FAST:
+        return importlib.import_module(f"{__name__}.{_FAST[key]}")
+    if not mutable and hasattr(xp.zeros((1,)), "at"):
+        return importlib.import_module(f"{__name__}.at_fast")
+    return None
+
+
 def _identity(x, /):
     return x
 
@@ -109,7 +133,10 @@ class Backend(types.SimpleNamespace):
         import array_api_compat
 
         self.to_device = array_api_compat.to_device
-        fast = importlib.import_module(f"{__name__}.{_FAST[key]}") if key in _FAST else None
+        # Whether the arrays take item assignment (``x[key] = v``): JAX's, cubed's and
+        # sparse's don't; kernels and rules then build new arrays instead.
+        self.mutable = _mutable(xp)
+        fast = _fast_module(key, xp, self.mutable)
         for name, fn in getattr(fast, "FUNCTIONS", {}).items():
             setattr(self, name, fn)
         for name in FILLS:
@@ -127,8 +154,8 @@ class Backend(types.SimpleNamespace):
             name: ("fast" if getattr(fast, name, None) else "generic") for name in KERNELS
         }
         # numpy returns scalars (np.float64) from 0-d ufunc calls; arrays stay arrays.
-        self.scalar_types = fast.SCALAR_TYPES if fast is not None else ()
-        self.array_type = fast.ARRAY_TYPE if fast is not None else None
+        self.scalar_types = getattr(fast, "SCALAR_TYPES", ())
+        self.array_type = getattr(fast, "ARRAY_TYPE", None)
         # Whether validity checks (target or index out of range) may read a value back
         # to the host: True on eager CPU backends (never on a GPU, never on a lazy
         # backend, where it would compute); torch and others are decided per array by

@@ -52,6 +52,126 @@ def index_add_(xp, x, indices, values, axis=0):
     return xp.index_add(x, indices, values, axis=axis)
 
 
+def _parts(key, ndim):
+    """The basic ``key`` as a tuple with its ``...`` spelt out as full slices."""
+    parts = key if isinstance(key, tuple) else (key,)
+    used = sum(1 for k in parts if k is not None and k is not Ellipsis)
+    out = []
+    for k in parts:
+        if k is Ellipsis:
+            out += [slice(None)] * (ndim - used)
+        else:
+            out.append(k)
+    if Ellipsis not in parts:
+        out += [slice(None)] * (ndim - used)
+    return out
+
+
+def _place(xp, g, axis, n, start, step, k):
+    """``g`` (``k`` long along ``axis``) laid at ``start, start+step, ...`` of a zero axis
+    of length ``n``, with stack, reshape and concat alone (no item assignment)."""
+    device = device_of(g)
+
+    def zeros(m):
+        shape = tuple(g.shape[:axis]) + (m,) + tuple(g.shape[axis + 1 :])
+        return xp.zeros(shape, dtype=g.dtype, device=device)
+
+    if k == 0:
+        return zeros(n)
+    if step < 0:  # the same positions, walked forwards
+        g = xp.flip(g, axis=axis)
+        start, step = start + (k - 1) * step, -step
+    if step > 1 and k > 1:  # zeros between the elements
+        g = xp.stack([g] + [xp.zeros_like(g)] * (step - 1), axis=axis + 1)
+        g = xp.reshape(g, tuple(g.shape[:axis]) + (k * step,) + tuple(g.shape[axis + 2 :]))
+        g = g[(slice(None),) * axis + (slice(0, (k - 1) * step + 1),)]
+    span = g.shape[axis]
+    pieces = ([zeros(start)] if start else []) + [g]
+    if n - start - span:
+        pieces.append(zeros(n - start - span))
+    return xp.concat(pieces, axis=axis) if len(pieces) > 1 else g
+
+
+def embed(xp, g, shape, key):
+    """A zero array of ``shape`` with ``g`` written at the basic index ``key`` (slices,
+    integers, ``None``, ``...``): the adjoint of ``x[key]``. Where the library has no
+    item assignment, each indexed axis is laid out with concat (strided: stacked with
+    zeros first)."""
+    parts = _parts(key, len(shape))
+    if any(k is None for k in parts):  # new axes: drop them from g
+        g = xp.reshape(g, tuple(s for s, k in zip(g.shape, _g_axes(parts)) if k is not None))
+        parts = [k for k in parts if k is not None]
+    if xp.mutable:
+        z = xp.zeros(tuple(shape), dtype=g.dtype, device=device_of(g))
+        z[tuple(parts)] = g
+        return z
+    axis = 0  # g's axis matching parts[i]
+    for n, k in zip(shape, parts):
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            g = _place(xp, g, axis, n, start, step, len(range(start, stop, step)))
+        else:  # an integer: a length-1 axis of g
+            g = _place(xp, xp.expand_dims(g, axis=axis), axis, n, k % n, 1, 1)
+        axis += 1
+    return g
+
+
+def _g_axes(parts):
+    """The key part each axis of ``x[key]`` comes from (integers leave no axis)."""
+    return [k for k in parts if not isinstance(k, int) or isinstance(k, bool)]
+
+
+def set_at(xp, x, key, value):
+    """``out = copy(x); out[key] = value`` (numpy's semantics: repeated integer indices,
+    the last write wins), without writing into ``x``: on a library without item
+    assignment, a ``where`` (basic keys) or a gather of the last write at each position
+    (array keys), in the standard alone."""
+    if xp.mutable:
+        out = xp.asarray(x, copy=True)
+        out[key] = value
+        return out
+    device = device_of(x)
+    if not hasattr(value, "shape"):
+        value = xp.asarray(value, dtype=x.dtype, device=device)
+    if value.dtype != x.dtype:
+        value = xp.astype(value, x.dtype)
+    if _is_basic(key):
+        region = tuple(x[key].shape)
+        value = xp.broadcast_to(value, region)
+        mask = embed(xp, xp.ones(region, dtype=xp.bool, device=device), x.shape, key)
+        return xp.where(mask, embed(xp, value, x.shape, key), x)
+    n = 1
+    for s in x.shape:
+        n *= s
+    positions = xp.reshape(xp.arange(n, device=device), tuple(x.shape))[key]
+    value = xp.reshape(xp.broadcast_to(value, tuple(positions.shape)), (-1,))
+    positions = xp.reshape(positions, (-1,))
+    m = positions.shape[0]
+    if m == 0:
+        return x
+    order = xp.argsort(positions, stable=True)
+    ranked = xp.take(positions, order)
+    targets = xp.arange(n, dtype=ranked.dtype, device=device)
+    last = xp.clip(xp.searchsorted(ranked, targets, side="right") - 1, 0, m - 1)
+    covered = xp.take(ranked, last) == targets
+    flat = xp.where(covered, xp.take(value, xp.take(order, last)), xp.reshape(x, (-1,)))
+    return xp.reshape(flat, tuple(x.shape))
+
+
+def set_(xp, x, key, value):
+    """``x[key] = value`` into ``x`` itself where the library can (``x`` must be the
+    caller's own array; use the result); else :func:`set_at`, a new array."""
+    if xp.mutable:
+        x[key] = value
+        return x
+    return xp.set_at(x, key, value)
+
+
+def _is_basic(key):
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in parts)
+
+
 def take_along_axis(xp, x, indices, /, *, axis=-1):
     """``out[..., j, ...] = x[..., indices[..., j, ...], ...]`` along ``axis`` (the other
     axes broadcast), for namespaces without it: one ``take`` from the flattened ``x``
@@ -142,8 +262,7 @@ def pad2d(xp, x, pads, value=0.0):
         out = xp.zeros(shape, dtype=x.dtype, device=device)
     else:
         out = xp.full(shape, value, dtype=x.dtype, device=device)
-    out[..., top : top + h, left : left + w] = x
-    return out
+    return xp.set_(out, (..., slice(top, top + h), slice(left, left + w)), x)
 
 
 def _offset(i, d, s, n):
@@ -211,7 +330,7 @@ def col2im2d(xp, cols, size, stride, dilation):
     for i in range(kh):
         for j in range(kw):
             key = (..., _offset(i, dh, sh, oh), _offset(j, dw, sw, ow))
-            out[key] = out[key] + cols[..., i, j, :, :]
+            out = xp.set_(out, key, out[key] + cols[..., i, j, :, :])
     return out
 
 

@@ -58,25 +58,18 @@ def _is_basic(key):
 
 
 def _getitem(xp, g, ans, x, *, key):
-    """Basic indexing writes g into zeros; array indexing scatter-adds it, so
+    """Basic indexing lays g into zeros; array indexing scatter-adds it, so
     repeated indices accumulate. Recorded, basic indexing scatters too (no write in
     place: under ``vmap`` of a VJP, g holds one cotangent per example and the zeros
     don't)."""
     if _is_basic(key) and not xp.records:
-        z = xp.zeros(x.shape, dtype=g.dtype, device=device_of(g))
-        parts = key if isinstance(key, tuple) else (key,)
-        if any(k is None for k in parts):  # new axes: drop them from g instead
-            key = tuple(k for k in parts if k is not None)
-            g = xp.reshape(g, z[key].shape)
-        z[key] = g
-        return z
+        return xp.embed(g, x.shape, key)
     return _scatter_back(xp, x, _positions(xp, x, device_of(g))[key], g)
 
 
 def _setitem_x(xp, g, ans, x, value, *, key):
     # the overwritten region is a structural zero (see graph.Zeros)
-    mask = xp.zeros(g.shape, dtype=xp.bool, device=device_of(g))
-    mask[key] = True
+    mask = xp.set_(xp.zeros(g.shape, dtype=xp.bool, device=device_of(g)), key, True)
     return Zeros(xp.where(mask, xp.zeros_like(g), g), mask)
 
 
@@ -99,11 +92,8 @@ def _setitem_jvp(xp, ts, ans, x, value, *, key):
     """The old tangent with the written region replaced by the value's tangent."""
     tx, tv = ts
     if tx is None:
-        out = xp.zeros(x.shape, dtype=x.dtype, device=device_of(x))
-    else:
-        out = xp.asarray(tx, copy=True)  # the tangent of x is another node's too
-    out[key] = 0.0 if tv is None else tv
-    return out
+        tx = xp.zeros(x.shape, dtype=x.dtype, device=device_of(x))
+    return xp.set_at(tx, key, 0.0 if tv is None else tv)  # tx is another node's too
 
 
 # -- batching rules (vmap): the batch axis first in each batched argument -----------------------

@@ -81,6 +81,12 @@ def _canonical(xp):
     name = getattr(xp, "__name__", None)
     if not isinstance(name, str) or not hasattr(xp, "asarray"):
         raise TypeError(f"Autodiff: {xp!r} is not an Array API namespace")
+    # a library may expose its namespace under two names (cubed and cubed.array_api):
+    # the one its arrays give is the backend
+    own = getattr(xp.asarray(0), "__array_namespace__", None)
+    own = own() if own is not None else xp
+    if own is not xp and isinstance(getattr(own, "__name__", None), str):
+        return own.__name__, own
     return name, xp
 
 

@@ -30,6 +30,8 @@ def index_add(xp, x, indices, values, axis=0):
     m = x.shape[axis]
     device = device_of(x)
     indices = xp.reshape(indices, (-1,))
+    if not hasattr(xp, "argsort"):  # the standard lets a library lack sorting (cubed)
+        return x + _one_hot_sums(xp, indices, values, axis, m, x.dtype)
     order = xp.argsort(indices, stable=True)
     sorted_idx = xp.take(indices, order)
     v = xp.take(values, order, axis=axis)
@@ -44,6 +46,16 @@ def index_add(xp, x, indices, values, axis=0):
     if sums.dtype != x.dtype:
         sums = xp.astype(sums, x.dtype)
     return x + sums
+
+
+def _one_hot_sums(xp, indices, values, axis, m, dtype):
+    """``index_add``'s sums with no sort: ``values`` contracted with the one-hot matrix
+    of ``indices`` (len(indices) x m memory)."""
+    targets = xp.arange(m, dtype=indices.dtype, device=device_of(values))
+    one_hot = xp.astype(xp.reshape(indices, (-1, 1)) == targets, values.dtype)
+    sums = xp.tensordot(xp.moveaxis(values, axis, -1), one_hot, axes=1)
+    sums = xp.moveaxis(sums, -1, axis)
+    return sums if sums.dtype == dtype else xp.astype(sums, dtype)
 
 
 def index_add_(xp, x, indices, values, axis=0):
@@ -69,7 +81,8 @@ def _parts(key, ndim):
 
 def _place(xp, g, axis, n, start, step, k):
     """``g`` (``k`` long along ``axis``) laid at ``start, start+step, ...`` of a zero axis
-    of length ``n``, with stack, reshape and concat alone (no item assignment)."""
+    of length ``n`` without item assignment: zeros concatenated around it (a step of 1)
+    or a gather masked by ``where``."""
     device = device_of(g)
 
     def zeros(m):
@@ -78,13 +91,18 @@ def _place(xp, g, axis, n, start, step, k):
 
     if k == 0:
         return zeros(n)
+    if k > 1 and abs(step) > 1:  # a gather: element j of g lands at start + j*step
+        d = xp.arange(n, device=device)
+        d = d - start if step > 0 else start - d
+        j = d // abs(step)
+        valid = (d >= 0) & (d % abs(step) == 0) & (j < k)
+        out = xp.take(g, xp.where(valid, j, xp.zeros_like(j)), axis=axis)
+        shape = [1] * g.ndim
+        shape[axis] = n
+        return xp.where(xp.reshape(valid, tuple(shape)), out, xp.zeros_like(out))
     if step < 0:  # the same positions, walked forwards
         g = xp.flip(g, axis=axis)
-        start, step = start + (k - 1) * step, -step
-    if step > 1 and k > 1:  # zeros between the elements
-        g = xp.stack([g] + [xp.zeros_like(g)] * (step - 1), axis=axis + 1)
-        g = xp.reshape(g, tuple(g.shape[:axis]) + (k * step,) + tuple(g.shape[axis + 2 :]))
-        g = g[(slice(None),) * axis + (slice(0, (k - 1) * step + 1),)]
+        start = start + (k - 1) * step
     span = g.shape[axis]
     pieces = ([zeros(start)] if start else []) + [g]
     if n - start - span:
@@ -95,8 +113,7 @@ def _place(xp, g, axis, n, start, step, k):
 def embed(xp, g, shape, key):
     """A zero array of ``shape`` with ``g`` written at the basic index ``key`` (slices,
     integers, ``None``, ``...``): the adjoint of ``x[key]``. Where the library has no
-    item assignment, each indexed axis is laid out with concat (strided: stacked with
-    zeros first)."""
+    item assignment, each indexed axis is laid out in turn (:func:`_place`)."""
     parts = _parts(key, len(shape))
     if any(k is None for k in parts):  # new axes: drop them from g
         g = xp.reshape(g, tuple(s for s, k in zip(g.shape, _g_axes(parts)) if k is not None))
@@ -149,12 +166,20 @@ def set_at(xp, x, key, value):
     m = positions.shape[0]
     if m == 0:
         return x
-    order = xp.argsort(positions, stable=True)
-    ranked = xp.take(positions, order)
-    targets = xp.arange(n, dtype=ranked.dtype, device=device)
-    last = xp.clip(xp.searchsorted(ranked, targets, side="right") - 1, 0, m - 1)
-    covered = xp.take(ranked, last) == targets
-    flat = xp.where(covered, xp.take(value, xp.take(order, last)), xp.reshape(x, (-1,)))
+    targets = xp.arange(n, dtype=positions.dtype, device=device)
+    if hasattr(xp, "argsort"):
+        order = xp.argsort(positions, stable=True)
+        ranked = xp.take(positions, order)
+        last = xp.clip(xp.searchsorted(ranked, targets, side="right") - 1, 0, m - 1)
+        covered = xp.take(ranked, last) == targets
+        last = xp.take(order, last)
+    else:  # no sorting (cubed): the last write of each position from a (m, n) match
+        hits = xp.reshape(positions, (-1, 1)) == targets
+        written = xp.reshape(xp.arange(m, dtype=positions.dtype, device=device), (-1, 1))
+        last = xp.max(xp.where(hits, written, -xp.ones_like(written)), axis=0)
+        covered = last >= 0
+        last = xp.where(covered, last, xp.zeros_like(last))
+    flat = xp.where(covered, xp.take(value, last), xp.reshape(x, (-1,)))
     return xp.reshape(flat, tuple(x.shape))
 
 

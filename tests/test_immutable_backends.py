@@ -281,13 +281,14 @@ def test_mlp_trains_on_cubed_as_on_numpy(cubed):
 
 
 def test_getitem_and_setitem_on_cubed(cubed):
-    """Basic slicing and ``y[key] = v`` on cubed: NumPy's gradients."""
+    """Basic slicing and ``y[key] = v`` on cubed: NumPy's gradients (cubed's own
+    indexing takes no steps other than 1)."""
 
     def loss(x):
         xp = x.__array_namespace__()
         y = x * 1.0
-        y[1:, ::2] = xp.sum(x[0, :])
-        return xp.sum(xp.sin(y[::-1, 1:]))
+        y[1:, 1:3] = xp.sum(x[0, :])
+        return xp.sum(xp.sin(y[:, 1:]) * x[2, 1:])
 
     ours = ad.grad(loss)(ad.Autodiff(cubed).asarray(X0))
     want = ad.grad(loss)(ad.Autodiff(np).asarray(X0))
@@ -303,3 +304,27 @@ def test_deepcopy_leaf_is_independent():
     with ad.no_grad():
         y[0] = 9.0
     _close(x, np.array([1.0, 2.0]))
+
+
+CUBED_FUNCTIONS = {
+    "prod": lambda xp, x: xp.prod(x, axis=1),
+    "prod_all": lambda xp, x: xp.prod(x),
+    "take": lambda xp, x: xp.take(x, xp.asarray([2, 0, 2]), axis=1),
+    "cumulative_prod": lambda xp, x: xp.cumulative_prod(x, axis=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUBED_FUNCTIONS))
+def test_rules_use_what_cubed_has(cubed, name):
+    """cubed has no ``argsort`` and no ``cumulative_prod(include_initial=True)``: the
+    rules of ``take`` (a scatter-add) and ``prod`` fall back to what it has; NumPy's
+    gradients, a zero in the input included."""
+    f = CUBED_FUNCTIONS[name]
+    x0 = X0.copy()
+    x0[1, 2] = 0.0
+
+    def loss(x):
+        xp = x.__array_namespace__()
+        return xp.sum(f(xp, x) ** 2)
+
+    _close(ad.grad(loss)(ad.Autodiff(cubed).asarray(x0)), ad.grad(loss)(x0))

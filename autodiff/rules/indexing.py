@@ -64,7 +64,36 @@ def _getitem(xp, g, ans, x, *, key):
     don't)."""
     if _is_basic(key) and not xp.records:
         return xp.embed(g, x.shape, key)
+    mask = _leading_mask(xp, key)
+    if mask is not None:
+        return _mask_back(xp, x, mask, key, g)
     return _scatter_back(xp, x, _positions(xp, x, device_of(g))[key], g)
+
+
+def _leading_mask(xp, key):
+    """The boolean array of a key that is one mask over the leading axes (the rest
+    whole), else None."""
+    parts = key if isinstance(key, tuple) else (key,)
+    first = parts[0] if parts else None
+    if not hasattr(first, "dtype") or not xp.isdtype(first.dtype, "bool"):
+        return None
+    if any(k is not Ellipsis and k != slice(None) for k in parts[1:]):
+        return None
+    return first
+
+
+def _mask_back(xp, x, mask, key, g):
+    """``x[mask]``'s gradient, scattered along one axis: the masked axes as one of
+    known length, the others whole, so ``g`` (whose first axis has a length known only
+    from the values: dask's NaN) is never reshaped."""
+    device = device_of(g)
+    rest = tuple(x.shape[mask.ndim :])
+    n = math.prod(mask.shape)
+    if g.shape != tuple(g.shape[:1]) + rest or g.ndim != 1 + len(rest):
+        g = g * xp.ones_like(_positions(xp, x, device)[key], dtype=g.dtype)
+    picked = xp.arange(n, device=device)[xp.reshape(mask, (-1,))]
+    z = xp.zeros((n,) + rest, dtype=g.dtype, device=device)
+    return xp.reshape(xp.index_add(z, picked, g, axis=0), x.shape)
 
 
 def _setitem_x(xp, g, ans, x, value, *, key):

@@ -90,6 +90,19 @@ def _canonical(xp):
     return name, xp
 
 
+def _scalar_types(xp) -> tuple:
+    """The type of what indexing one element gives, where that is no array (sparse's
+    ``x[0, 1]`` is a ``numpy.float64``): wrapped as a 0-d array."""
+    a = xp.asarray([[0.0]])
+    try:
+        s = a[0, 0]
+    except Exception:
+        return ()
+    if isinstance(s, type(a)) or not hasattr(s, "dtype"):
+        return ()
+    return (type(s),)
+
+
 def _mutable(xp) -> bool:
     """Whether ``xp``'s arrays take item assignment: one probe, on a 1-element array."""
     a = xp.zeros((1,))
@@ -160,7 +173,9 @@ class Backend(types.SimpleNamespace):
             name: ("fast" if getattr(fast, name, None) else "generic") for name in KERNELS
         }
         # numpy returns scalars (np.float64) from 0-d ufunc calls; arrays stay arrays.
-        self.scalar_types = getattr(fast, "SCALAR_TYPES", ())
+        self.scalar_types = getattr(fast, "SCALAR_TYPES", None)
+        if self.scalar_types is None:
+            self.scalar_types = _scalar_types(xp)
         self.array_type = getattr(fast, "ARRAY_TYPE", None)
         # Whether validity checks (target or index out of range) may read a value back
         # to the host: True on eager CPU backends (never on a GPU, never on a lazy

@@ -366,3 +366,15 @@ def test_rules_use_what_cubed_has(cubed, name):
         return xp.sum(f(xp, x) ** 2)
 
     _close(ad.grad(loss)(ad.Autodiff(cubed).asarray(x0)), ad.grad(loss)(x0))
+
+
+def test_sparse_scalar_index_is_a_tensor():
+    """pydata sparse's ``x[0, 1]`` is a ``numpy.float64``: it comes back as a 0-d
+    Tensor of the namespace, with the element's value."""
+    sparse = pytest.importorskip("sparse", reason="the sparse backend needs sparse")
+    xp = ad.Autodiff(sparse)
+    x = xp.asarray(X0)
+    s = x[0, 1]
+    assert isinstance(s, ad.Tensor) and s.shape == ()
+    assert float(s) == X0[0, 1]
+    assert float(x[2, 3] * 2.0) == 2.0 * X0[2, 3]

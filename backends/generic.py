@@ -120,6 +120,8 @@ def embed(xp, g, shape, key):
         parts = [k for k in parts if k is not None]
     if xp.mutable:
         z = xp.zeros(tuple(shape), dtype=g.dtype, device=device_of(g))
+        if 0 in tuple(g.shape):  # nothing to write (dask refuses an empty write)
+            return z
         z[tuple(parts)] = g
         return z
     axis = 0  # g's axis matching parts[i]

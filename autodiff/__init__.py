@@ -17,10 +17,13 @@ def _mount_backends():
     import sys
 
     name = f"{__name__}.backends"
-    if importlib.util.find_spec(name) is not None:
-        return
     folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "backends")
     init = os.path.join(folder, "__init__.py")
+    found = importlib.util.find_spec(name)
+    # an editable install of another checkout maps the name to its folder: this
+    # checkout's own folder, when it has one, wins
+    if found is not None and (not os.path.isfile(init) or found.origin == init):
+        return
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[folder])
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

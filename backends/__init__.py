@@ -38,6 +38,9 @@ KERNELS = (
     "col2im2d_rows",
     "may_share_memory",
     "persist",
+    "embed",
+    "set_at",
+    "set_",
 )
 
 # Module of fast paths (in this package), by the name of the canonical namespace.
@@ -78,7 +81,47 @@ def _canonical(xp):
     name = getattr(xp, "__name__", None)
     if not isinstance(name, str) or not hasattr(xp, "asarray"):
         raise TypeError(f"Autodiff: {xp!r} is not an Array API namespace")
+    # a library may expose its namespace under two names (cubed and cubed.array_api):
+    # the one its arrays give is the backend
+    own = getattr(xp.asarray(0), "__array_namespace__", None)
+    own = own() if own is not None else xp
+    if own is not xp and isinstance(getattr(own, "__name__", None), str):
+        return own.__name__, own
     return name, xp
+
+
+def _scalar_types(xp) -> tuple:
+    """The type of what indexing one element gives, where that is no array (sparse's
+    ``x[0, 1]`` is a ``numpy.float64``): wrapped as a 0-d array."""
+    a = xp.asarray([[0.0]])
+    try:
+        s = a[0, 0]
+    except Exception:
+        return ()
+    if isinstance(s, type(a)) or not hasattr(s, "dtype"):
+        return ()
+    return (type(s),)
+
+
+def _mutable(xp) -> bool:
+    """Whether ``xp``'s arrays take item assignment: one probe, on a 1-element array."""
+    a = xp.zeros((1,))
+    try:
+        a[0] = 1
+    except Exception:  # TypeError (JAX), AttributeError or NotImplementedError elsewhere
+        return False
+    return True
+
+
+def _fast_module(key, xp, mutable):
+    """The module of fast paths for the library: by name for the ones this folder knows;
+    for an immutable library whose arrays have a functional updater (``x.at[key].set``,
+    as JAX's), the one written with it."""
+    if key in _FAST:
+        return importlib.import_module(f"{__name__}.{_FAST[key]}")
+    if not mutable and hasattr(xp.zeros((1,)), "at"):
+        return importlib.import_module(f"{__name__}.at_fast")
+    return None
 
 
 def _identity(x, /):
@@ -109,7 +152,10 @@ class Backend(types.SimpleNamespace):
         import array_api_compat
 
         self.to_device = array_api_compat.to_device
-        fast = importlib.import_module(f"{__name__}.{_FAST[key]}") if key in _FAST else None
+        # Whether the arrays take item assignment (``x[key] = v``): JAX's, cubed's and
+        # sparse's don't; kernels and rules then build new arrays instead.
+        self.mutable = _mutable(xp)
+        fast = _fast_module(key, xp, self.mutable)
         for name, fn in getattr(fast, "FUNCTIONS", {}).items():
             setattr(self, name, fn)
         for name in FILLS:
@@ -127,8 +173,10 @@ class Backend(types.SimpleNamespace):
             name: ("fast" if getattr(fast, name, None) else "generic") for name in KERNELS
         }
         # numpy returns scalars (np.float64) from 0-d ufunc calls; arrays stay arrays.
-        self.scalar_types = fast.SCALAR_TYPES if fast is not None else ()
-        self.array_type = fast.ARRAY_TYPE if fast is not None else None
+        self.scalar_types = getattr(fast, "SCALAR_TYPES", None)
+        if self.scalar_types is None:
+            self.scalar_types = _scalar_types(xp)
+        self.array_type = getattr(fast, "ARRAY_TYPE", None)
         # Whether validity checks (target or index out of range) may read a value back
         # to the host: True on eager CPU backends (never on a GPU, never on a lazy
         # backend, where it would compute); torch and others are decided per array by

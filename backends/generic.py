@@ -30,6 +30,8 @@ def index_add(xp, x, indices, values, axis=0):
     m = x.shape[axis]
     device = device_of(x)
     indices = xp.reshape(indices, (-1,))
+    if not hasattr(xp, "argsort"):  # the standard lets a library lack sorting (cubed)
+        return x + _one_hot_sums(xp, indices, values, axis, m, x.dtype)
     order = xp.argsort(indices, stable=True)
     sorted_idx = xp.take(indices, order)
     v = xp.take(values, order, axis=axis)
@@ -46,10 +48,155 @@ def index_add(xp, x, indices, values, axis=0):
     return x + sums
 
 
+def _one_hot_sums(xp, indices, values, axis, m, dtype):
+    """``index_add``'s sums with no sort: ``values`` contracted with the one-hot matrix
+    of ``indices`` (len(indices) x m memory)."""
+    targets = xp.arange(m, dtype=indices.dtype, device=device_of(values))
+    one_hot = xp.astype(xp.reshape(indices, (-1, 1)) == targets, values.dtype)
+    sums = xp.tensordot(xp.moveaxis(values, axis, -1), one_hot, axes=1)
+    sums = xp.moveaxis(sums, -1, axis)
+    return sums if sums.dtype == dtype else xp.astype(sums, dtype)
+
+
 def index_add_(xp, x, indices, values, axis=0):
     """``index_add`` into ``x`` itself where the library can (``x`` must be the caller's
     own array; use the result). Here, in the standard alone, a new array."""
     return xp.index_add(x, indices, values, axis=axis)
+
+
+def _parts(key, ndim):
+    """The basic ``key`` as a tuple with its ``...`` spelt out as full slices."""
+    parts = key if isinstance(key, tuple) else (key,)
+    used = sum(1 for k in parts if k is not None and k is not Ellipsis)
+    out = []
+    for k in parts:
+        if k is Ellipsis:
+            out += [slice(None)] * (ndim - used)
+        else:
+            out.append(k)
+    if Ellipsis not in parts:
+        out += [slice(None)] * (ndim - used)
+    return out
+
+
+def _place(xp, g, axis, n, start, step, k):
+    """``g`` (``k`` long along ``axis``) laid at ``start, start+step, ...`` of a zero axis
+    of length ``n`` without item assignment: zeros concatenated around it (a step of 1)
+    or a gather masked by ``where``."""
+    device = device_of(g)
+
+    def zeros(m):
+        shape = tuple(g.shape[:axis]) + (m,) + tuple(g.shape[axis + 1 :])
+        return xp.zeros(shape, dtype=g.dtype, device=device)
+
+    if k == 0:
+        return zeros(n)
+    if k > 1 and abs(step) > 1:  # a gather: element j of g lands at start + j*step
+        d = xp.arange(n, device=device)
+        d = d - start if step > 0 else start - d
+        j = d // abs(step)
+        valid = (d >= 0) & (d % abs(step) == 0) & (j < k)
+        out = xp.take(g, xp.where(valid, j, xp.zeros_like(j)), axis=axis)
+        shape = [1] * g.ndim
+        shape[axis] = n
+        return xp.where(xp.reshape(valid, tuple(shape)), out, xp.zeros_like(out))
+    if step < 0:  # the same positions, walked forwards
+        g = xp.flip(g, axis=axis)
+        start = start + (k - 1) * step
+    span = g.shape[axis]
+    pieces = ([zeros(start)] if start else []) + [g]
+    if n - start - span:
+        pieces.append(zeros(n - start - span))
+    return xp.concat(pieces, axis=axis) if len(pieces) > 1 else g
+
+
+def embed(xp, g, shape, key):
+    """A zero array of ``shape`` with ``g`` written at the basic index ``key`` (slices,
+    integers, ``None``, ``...``): the adjoint of ``x[key]``. Where the library has no
+    item assignment, each indexed axis is laid out in turn (:func:`_place`)."""
+    parts = _parts(key, len(shape))
+    if any(k is None for k in parts):  # new axes: drop them from g
+        g = xp.reshape(g, tuple(s for s, k in zip(g.shape, _g_axes(parts)) if k is not None))
+        parts = [k for k in parts if k is not None]
+    if xp.mutable:
+        z = xp.zeros(tuple(shape), dtype=g.dtype, device=device_of(g))
+        if 0 in tuple(g.shape):  # nothing to write (dask refuses an empty write)
+            return z
+        z[tuple(parts)] = g
+        return z
+    axis = 0  # g's axis matching parts[i]
+    for n, k in zip(shape, parts):
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            g = _place(xp, g, axis, n, start, step, len(range(start, stop, step)))
+        else:  # an integer: a length-1 axis of g
+            g = _place(xp, xp.expand_dims(g, axis=axis), axis, n, k % n, 1, 1)
+        axis += 1
+    return g
+
+
+def _g_axes(parts):
+    """The key part each axis of ``x[key]`` comes from (integers leave no axis)."""
+    return [k for k in parts if not isinstance(k, int) or isinstance(k, bool)]
+
+
+def set_at(xp, x, key, value):
+    """``out = copy(x); out[key] = value`` (numpy's semantics: repeated integer indices,
+    the last write wins), without writing into ``x``: on a library without item
+    assignment, a ``where`` (basic keys) or a gather of the last write at each position
+    (array keys), in the standard alone."""
+    if xp.mutable:
+        out = xp.asarray(x, copy=True)
+        out[key] = value
+        return out
+    device = device_of(x)
+    if not hasattr(value, "shape"):
+        value = xp.asarray(value, dtype=x.dtype, device=device)
+    if value.dtype != x.dtype:
+        value = xp.astype(value, x.dtype)
+    if _is_basic(key):
+        region = tuple(x[key].shape)
+        value = xp.broadcast_to(value, region)
+        mask = embed(xp, xp.ones(region, dtype=xp.bool, device=device), x.shape, key)
+        return xp.where(mask, embed(xp, value, x.shape, key), x)
+    n = 1
+    for s in x.shape:
+        n *= s
+    positions = xp.reshape(xp.arange(n, device=device), tuple(x.shape))[key]
+    value = xp.reshape(xp.broadcast_to(value, tuple(positions.shape)), (-1,))
+    positions = xp.reshape(positions, (-1,))
+    m = positions.shape[0]
+    if m == 0:
+        return x
+    targets = xp.arange(n, dtype=positions.dtype, device=device)
+    if hasattr(xp, "argsort"):
+        order = xp.argsort(positions, stable=True)
+        ranked = xp.take(positions, order)
+        last = xp.clip(xp.searchsorted(ranked, targets, side="right") - 1, 0, m - 1)
+        covered = xp.take(ranked, last) == targets
+        last = xp.take(order, last)
+    else:  # no sorting (cubed): the last write of each position from a (m, n) match
+        hits = xp.reshape(positions, (-1, 1)) == targets
+        written = xp.reshape(xp.arange(m, dtype=positions.dtype, device=device), (-1, 1))
+        last = xp.max(xp.where(hits, written, -xp.ones_like(written)), axis=0)
+        covered = last >= 0
+        last = xp.where(covered, last, xp.zeros_like(last))
+    flat = xp.where(covered, xp.take(value, last), xp.reshape(x, (-1,)))
+    return xp.reshape(flat, tuple(x.shape))
+
+
+def set_(xp, x, key, value):
+    """``x[key] = value`` into ``x`` itself where the library can (``x`` must be the
+    caller's own array; use the result); else :func:`set_at`, a new array."""
+    if xp.mutable:
+        x[key] = value
+        return x
+    return xp.set_at(x, key, value)
+
+
+def _is_basic(key):
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in parts)
 
 
 def take_along_axis(xp, x, indices, /, *, axis=-1):
@@ -142,8 +289,7 @@ def pad2d(xp, x, pads, value=0.0):
         out = xp.zeros(shape, dtype=x.dtype, device=device)
     else:
         out = xp.full(shape, value, dtype=x.dtype, device=device)
-    out[..., top : top + h, left : left + w] = x
-    return out
+    return xp.set_(out, (..., slice(top, top + h), slice(left, left + w)), x)
 
 
 def _offset(i, d, s, n):
@@ -211,7 +357,7 @@ def col2im2d(xp, cols, size, stride, dilation):
     for i in range(kh):
         for j in range(kw):
             key = (..., _offset(i, dh, sh, oh), _offset(j, dw, sw, ow))
-            out[key] = out[key] + cols[..., i, j, :, :]
+            out = xp.set_(out, key, out[key] + cols[..., i, j, :, :])
     return out
 
 

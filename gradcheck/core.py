@@ -108,6 +108,20 @@ def _to_numpy(t):
     return np.asarray(to_host(t.data if isinstance(t, Tensor) else t))
 
 
+def _host(items):
+    """``_to_numpy`` of each Tensor or array of ``items``: lazy (dask) arrays computed
+    together, in one graph, so that what they share is computed once."""
+    raw = [t.data if isinstance(t, Tensor) else t for t in items]
+    lazy = [i for i, a in enumerate(raw) if hasattr(a, "__dask_graph__")]
+    if lazy:
+        import dask
+
+        done = dask.compute(*[raw[i] for i in lazy])
+        for i, a in zip(lazy, done):
+            raw[i] = a
+    return [_to_numpy(a) for a in raw]
+
+
 def as_checked(inputs, dtype):
     """The sample ``inputs`` as checked at ``dtype``: a complex dtype moves real ones off
     the real axis (a fixed imaginary part in [-0.5, 0.5])."""
@@ -129,10 +143,13 @@ def _realify(a):
 
 class _Problem:
     """``f`` on a namespace, fed from NumPy float64 arrays: ``self.inputs`` are the
-    inputs as reals (``_realify``), which the checks perturb."""
+    inputs as reals (``_realify``), which the checks perturb. ``reference``: the same
+    function written on ``Autodiff(numpy)``, which then computes the central differences
+    (on a lazy backend, each evaluation would build and compute a graph of its own)."""
 
-    def __init__(self, f, inputs, xp, dtype, device):
+    def __init__(self, f, inputs, xp, dtype, device, reference=None):
         self.f, self.xp, self.device = f, xp, device
+        self.ref_f = reference
         self.dtype, self.complex_dtype = PRECISION[dtype]
         arrays = as_checked(inputs, dtype)
         self.is_complex = [np.iscomplexobj(a) for a in arrays]
@@ -142,38 +159,49 @@ class _Problem:
         """Input ``i`` from its reals ``r``."""
         return r[..., 0] + 1j * r[..., 1] if self.is_complex[i] else r
 
-    def tensor(self, a, dtype=None, requires_grad=False):
+    def tensor(self, a, dtype=None, requires_grad=False, ref=False):
         a = np.asarray(a)
         if dtype is None:
             dtype = self.complex_dtype if np.iscomplexobj(a) else self.dtype
         elif np.iscomplexobj(a) and not dtype.startswith("complex"):
             dtype = PRECISION[dtype][1]
-        kw = {} if self.device is None else {"device": self.device}
-        t = self.xp.asarray(a.astype(dtype), **kw)
+        if ref:
+            t = ad.Autodiff(np).asarray(a.astype(dtype))
+        else:
+            kw = {} if self.device is None else {"device": self.device}
+            t = self.xp.asarray(a.astype(dtype), **kw)
         if requires_grad:
             t.requires_grad = True
         return t
 
-    def tensors(self, reals, dtype=None, requires_grad=False):
-        return [self.tensor(self.array(i, r), dtype, requires_grad) for i, r in enumerate(reals)]
+    def tensors(self, reals, dtype=None, requires_grad=False, ref=False):
+        return [self.tensor(self.array(i, r), dtype, requires_grad, ref)
+                for i, r in enumerate(reals)]  # fmt: skip
+
+    def numeric(self):
+        """(f, namespace, ref) that the central differences evaluate."""
+        if self.ref_f is None:
+            return self.f, self.xp, False
+        return self.ref_f, ad.Autodiff(np), True
 
     def outputs(self, reals):
         """f at the inputs ``reals``, in float64, as real NumPy arrays (no graph)."""
+        f, _, ref = self.numeric()
         with ad.no_grad():
-            outs = _outputs(self.f(*self.tensors(reals, "float64")))
-        return [_realify(_to_numpy(o)) for o in outs]
+            outs = _outputs(f(*self.tensors(reals, "float64", ref=ref)))
+        return [_realify(o) for o in _host(outs)]
 
-    def pairing(self, outs, cotangents):
+    def pairing(self, outs, cotangents, ref=False):
         """sum over outputs of Re(conj(u) o): the scalar whose gradient is the VJP, for
         cotangents ``u`` given as reals (``_realify``'s layout)."""
-        xp = self.xp
+        xp = ad.Autodiff(np) if ref else self.xp
         total = None
         for o, u in zip(outs, cotangents):
             if np.dtype(_np_dtype(o)).kind == "c":
-                c = self.tensor(np.conj(u[..., 0] + 1j * u[..., 1]), str(_np_dtype(o)))
-                term = xp.sum(xp.real(o * c))
+                c = np.conj(u[..., 0] + 1j * u[..., 1])
+                term = xp.sum(xp.real(o * self.tensor(c, str(_np_dtype(o)), ref=ref)))
             else:
-                term = xp.sum(o * self.tensor(u, dtype=str(_np_dtype(o))))
+                term = xp.sum(o * self.tensor(u, dtype=str(_np_dtype(o)), ref=ref))
             total = term if total is None else total + term
         return total
 
@@ -213,13 +241,24 @@ def _verify_meta(grads, tensors):
 
 
 def _vjp(prob, tensors, outs, cotangents):
-    """The VJP of ``f`` at ``tensors`` for one cotangent per output (NumPy arrays)."""
+    """The VJP of ``f`` at ``tensors`` for one cotangent per output (NumPy arrays): the
+    gradient Tensors, not yet read back (see :func:`_reals`)."""
     total = prob.pairing(outs, cotangents)
     for t in tensors:
         t.grad = None
     total.backward(retain_graph=True)
     _verify_meta([t.grad for t in tensors], tensors)
-    return [_realify(_to_numpy(t.grad)) for t in tensors]
+    return [t.grad for t in tensors]
+
+
+def _reals(groups):
+    """Lists of Tensors as lists of real NumPy arrays, all read back at once."""
+    flat = _host([t for g in groups for t in g])
+    out, k = [], 0
+    for g in groups:
+        out.append([_realify(a) for a in flat[k : k + len(g)]])
+        k += len(g)
+    return out
 
 
 def _index(k):
@@ -274,6 +313,7 @@ def _full(prob, tensors, outs, eps, atol, rtol):
             cts.append(flat[start : start + sz].reshape(s))
             start += sz
         rows.append(_vjp(prob, tensors, outs, cts))
+    rows = _reals(rows)
     pairs = []
     for i, a in enumerate(prob.inputs):
         analytic = np.stack([r[i].ravel() for r in rows]) if rows else np.zeros((0, a.size))
@@ -294,17 +334,19 @@ def _full(prob, tensors, outs, eps, atol, rtol):
 
 def _fast(prob, tensors, outs, eps, atol, rtol, seed, projections=3):
     rng = np.random.default_rng(seed + 12345)
-    a_vals, n_vals = [], []
+    a_vals, n_vals, grads, directions = [], [], [], []
     for _ in range(projections):
         us = [rng.standard_normal(_shape(o)) for o in outs]
         vs = [rng.standard_normal(a.shape) for a in prob.inputs]
-        grads = _vjp(prob, tensors, outs, us)
-        a_vals.append(sum(float(np.sum(g * v)) for g, v in zip(grads, vs)))
+        grads.append(_vjp(prob, tensors, outs, us))
+        directions.append(vs)
         plus = prob.outputs([a + eps * v for a, v in zip(prob.inputs, vs)])
         minus = prob.outputs([a - eps * v for a, v in zip(prob.inputs, vs)])
         n_vals.append(
             sum(float(np.sum(u * (p - m))) / (2 * eps) for u, p, m in zip(us, plus, minus))
         )
+    for gs, vs in zip(_reals(grads), directions):
+        a_vals.append(sum(float(np.sum(g * v)) for g, v in zip(gs, vs)))
     scale = max(1.0, max(abs(v) for v in n_vals))
     return _compare(
         [(lambda k: f"projection {k[0]} (u^T J v)", np.array(a_vals), np.array(n_vals), None)],
@@ -314,12 +356,14 @@ def _fast(prob, tensors, outs, eps, atol, rtol, seed, projections=3):
 
 
 def check_grad(f, *inputs, xp=None, mode="auto", dtype="float64", eps=1e-6, atol=None,
-               rtol=None, seed=0, device=None, raise_on_fail=True) -> Result:  # fmt: skip
-    """First order: the VJP of ``f`` against central differences in float64."""
+               rtol=None, seed=0, device=None, raise_on_fail=True,
+               reference=None) -> Result:  # fmt: skip
+    """First order: the VJP of ``f`` against central differences in float64 (of
+    ``reference``, ``f`` written on ``Autodiff(numpy)``, where given)."""
     xp = xp or ad.Autodiff(np)
     atol = TOLERANCES[dtype][0] if atol is None else atol
     rtol = TOLERANCES[dtype][1] if rtol is None else rtol
-    prob = _Problem(f, inputs, xp, dtype, device)
+    prob = _Problem(f, inputs, xp, dtype, device, reference)
     tensors = prob.tensors(prob.inputs, requires_grad=True)
     outs = _outputs(f(*tensors))
     n_jac = sum(int(np.prod(_shape(o))) for o in outs) * sum(a.size for a in prob.inputs)
@@ -338,30 +382,29 @@ def check_grad(f, *inputs, xp=None, mode="auto", dtype="float64", eps=1e-6, atol
 
 
 def check_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, rtol=None,
-                 seed=0, device=None, raise_on_fail=True) -> Result:  # fmt: skip
+                 seed=0, device=None, raise_on_fail=True, reference=None) -> Result:  # fmt: skip
     """Second order: the gradient of ``h = sum(grad f . v)`` (the VJP of the VJP,
     recorded with ``create_graph=True``) against central differences of the
     first-order gradient computed in float64."""
     xp = xp or ad.Autodiff(np)
     atol = SECOND_TOLERANCES[dtype][0] if atol is None else atol
     rtol = SECOND_TOLERANCES[dtype][1] if rtol is None else rtol
-    prob = _Problem(f, inputs, xp, dtype, device)
+    prob = _Problem(f, inputs, xp, dtype, device, reference)
     rng = np.random.default_rng(seed + 1)
+    nf, _, ref = prob.numeric()
     with ad.no_grad():
-        outs0 = _outputs(f(*prob.tensors(prob.inputs, "float64")))
+        outs0 = _outputs(nf(*prob.tensors(prob.inputs, "float64", ref=ref)))
     us = [rng.standard_normal(_shape(o)) for o in outs0]
     vs = [rng.standard_normal(a.shape) for a in prob.inputs]
 
-    def scalar(ts):
-        return prob.pairing(_outputs(f(*ts)), us)
-
     def h_value(reals):
-        ts = prob.tensors(reals, "float64", requires_grad=True)
-        scalar(ts).backward()
-        return float(sum(np.sum(_realify(_to_numpy(t.grad)) * v) for t, v in zip(ts, vs)))
+        ts = prob.tensors(reals, "float64", requires_grad=True, ref=ref)
+        prob.pairing(_outputs(nf(*ts)), us, ref=ref).backward()
+        grads = _reals([[t.grad for t in ts]])[0]
+        return float(sum(np.sum(g * v) for g, v in zip(grads, vs)))
 
     ts = prob.tensors(prob.inputs, requires_grad=True)
-    scalar(ts).backward(create_graph=True)
+    prob.pairing(_outputs(f(*ts)), us).backward(create_graph=True)
     h = None
     for t, v in zip(ts, vs):
         if t.grad is not None and t.grad.requires_grad:  # else: constant in the inputs
@@ -372,9 +415,9 @@ def check_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, rtol
         for t in ts:
             t.grad = None
         h.backward()
+        got = _reals([[t.grad for t in ts if t.grad is not None]])[0][::-1]
         analytic = [
-            np.zeros_like(a) if t.grad is None else _realify(_to_numpy(t.grad))
-            for t, a in zip(ts, prob.inputs)
+            np.zeros_like(a) if t.grad is None else got.pop() for t, a in zip(ts, prob.inputs)
         ]
     pairs = [(lambda k, i=i: f"d2 / d input {i}{_index(k)}", analytic[i], numeric, None)
              for i, numeric in enumerate(_central(prob.inputs, h_value, eps))]  # fmt: skip
@@ -405,34 +448,41 @@ def _directions(prob, rng):
     return vs, [prob.array(i, v) for i, v in enumerate(vs)]
 
 
-def _jvp_of(prob, tensors, directions, dtype=None):
-    """``ad.jvp`` of the problem's function: its output Tensors and their tangents."""
+def _jvp_of(prob, tensors, directions, dtype=None, ref=False):
+    """``ad.jvp`` of the problem's function (with ``ref``, of its reference on NumPy):
+    its output Tensors and their tangents."""
+    f = prob.numeric()[0] if ref else prob.f
 
     def outs_of(*ts):
-        return tuple(_outputs(prob.f(*ts)))
+        return tuple(_outputs(f(*ts)))
 
-    tangents = tuple(prob.tensor(d, dtype) for d in directions)
+    tangents = tuple(prob.tensor(d, dtype, ref=ref) for d in directions)
     return ad.jvp(outs_of, tuple(tensors), tangents)
 
 
 def check_jvp(f, *inputs, xp=None, dtype="float64", eps=1e-6, atol=None, rtol=None, seed=0,
-              device=None, directions=2, raise_on_fail=True) -> Result:  # fmt: skip
+              device=None, directions=2, raise_on_fail=True, reference=None) -> Result:  # fmt: skip
     """First order, forward mode: ``J v`` from ``ad.jvp`` against central differences
     along ``v`` (each output element), and against the VJP: ``<u, J v> = <J^T u, v>``."""
     xp = xp or ad.Autodiff(np)
     atol = TOLERANCES[dtype][0] if atol is None else atol
     rtol = TOLERANCES[dtype][1] if rtol is None else rtol
-    prob = _Problem(f, inputs, xp, dtype, device)
+    prob = _Problem(f, inputs, xp, dtype, device, reference)
     rng = np.random.default_rng(seed + 777)
     tensors = prob.tensors(prob.inputs)
     outs0 = prob.outputs(prob.inputs)
-    pairs, a_vals, v_vals = [], [], []
     grad_tensors = prob.tensors(prob.inputs, requires_grad=True)
     grad_outs = _outputs(f(*grad_tensors))
-    for k in range(directions):
+    drawn, lazy = [], []  # the analytic values, read back together after the loop
+    for _ in range(directions):
         vs, arrays = _directions(prob, rng)
-        _, tangents = _jvp_of(prob, tensors, arrays)
-        analytic = [_realify(_to_numpy(t)) for t in tangents]
+        tangents = list(_jvp_of(prob, tensors, arrays)[1])
+        us = [rng.standard_normal(_shape(o)) for o in grad_outs]
+        drawn.append((vs, us, len(tangents)))
+        lazy.append(tangents + _vjp(prob, grad_tensors, grad_outs, us))
+    pairs, a_vals, v_vals = [], [], []
+    for k, ((vs, us, n), values) in enumerate(zip(drawn, _reals(lazy))):
+        analytic, grads = values[:n], values[n:]
         plus = prob.outputs([a + eps * v for a, v in zip(prob.inputs, vs)])
         minus = prob.outputs([a - eps * v for a, v in zip(prob.inputs, vs)])
         for o, (a, p, m, c) in enumerate(zip(analytic, plus, minus, outs0)):
@@ -446,8 +496,6 @@ def check_jvp(f, *inputs, xp=None, dtype="float64", eps=1e-6, atol=None, rtol=No
                 return f"d out{o}{_index(idx)} along v{k}"
 
             pairs.append((label, a, (left + right) / 2, _is_kink(left, right)))
-        us = [rng.standard_normal(_shape(o)) for o in grad_outs]
-        grads = _vjp(prob, grad_tensors, grad_outs, us)
         a_vals.append(sum(float(np.sum(u * a)) for u, a in zip(us, analytic)))
         v_vals.append(sum(float(np.sum(g * v)) for g, v in zip(grads, vs)))
     res = _compare(pairs, atol, rtol)
@@ -464,23 +512,26 @@ def check_jvp(f, *inputs, xp=None, dtype="float64", eps=1e-6, atol=None, rtol=No
 
 
 def check_jvp_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, rtol=None,
-                     seed=0, device=None, raise_on_fail=True) -> Result:  # fmt: skip
+                     seed=0, device=None, raise_on_fail=True,
+                     reference=None) -> Result:  # fmt: skip
     """Second order, forward mode: the gradient of ``h(x) = <u, J(x) v>``, by reverse mode
     through the recorded forward pass (the primals require grad), against central
     differences of ``h`` computed with plain forward passes in float64."""
     xp = xp or ad.Autodiff(np)
     atol = SECOND_TOLERANCES[dtype][0] if atol is None else atol
     rtol = SECOND_TOLERANCES[dtype][1] if rtol is None else rtol
-    prob = _Problem(f, inputs, xp, dtype, device)
+    prob = _Problem(f, inputs, xp, dtype, device, reference)
     rng = np.random.default_rng(seed + 778)
     outs0 = prob.outputs(prob.inputs)
     us = [rng.standard_normal(o.shape) for o in outs0]
     vs, arrays = _directions(prob, rng)
+    ref = prob.numeric()[2]
 
     def h_value(reals):
         with ad.no_grad():
-            _, tangents = _jvp_of(prob, prob.tensors(reals, "float64"), arrays, "float64")
-        return sum(float(np.sum(u * _realify(_to_numpy(t)))) for u, t in zip(us, tangents))
+            ts = prob.tensors(reals, "float64", ref=ref)
+            _, tangents = _jvp_of(prob, ts, arrays, "float64", ref=ref)
+        return sum(float(np.sum(u * t)) for u, t in zip(us, _reals([list(tangents)])[0]))
 
     ts = prob.tensors(prob.inputs, requires_grad=True)
     _, tangents = _jvp_of(prob, ts, arrays)
@@ -488,8 +539,10 @@ def check_jvp_second(f, *inputs, xp=None, dtype="float64", eps=1e-5, atol=None, 
     analytic = [np.zeros_like(a) for a in prob.inputs]
     if h.requires_grad:  # else: J does not depend on the inputs (a linear op)
         h.backward()
-        analytic = [np.zeros_like(a) if t.grad is None else _realify(_to_numpy(t.grad))
-                    for t, a in zip(ts, prob.inputs)]  # fmt: skip
+        got = _reals([[t.grad for t in ts if t.grad is not None]])[0][::-1]
+        analytic = [
+            np.zeros_like(a) if t.grad is None else got.pop() for t, a in zip(ts, prob.inputs)
+        ]
     pairs = [(lambda k, i=i: f"d <u, J v> / d input {i}{_index(k)}", analytic[i], numeric,
               None) for i, numeric in enumerate(_central(prob.inputs, h_value, eps))]  # fmt: skip
     res = _compare(pairs, atol, rtol)

@@ -89,6 +89,31 @@ def test_boolean_mask_gradient_with_unknown_chunk_sizes():
     np.testing.assert_allclose(float(y), a[mask] @ w[mask], rtol=1e-12)
 
 
+MASKED = {
+    "rows": lambda ns, x: ns.sum(x[x[:, 0] > 0.0] ** 2),
+    "rows, ...": lambda ns, x: ns.sum(ns.sin(x[x[:, 0] > 0.0, ...])),
+    "rows broadcast": lambda ns, x: ns.sum(x[x[:, 0] > 0.0] ** 2 * x[0]),
+    "rows mean": lambda ns, x: ns.sum(ns.mean(x[x[:, 0] > 0.0], axis=0) ** 2),
+    "mask of a computed array": lambda ns, x: ns.sum((x * x)[x[:, 1] < 0.5] * x[0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASKED))
+@pytest.mark.parametrize("chunks", [None, 2])
+def test_mask_over_leading_axes_gradient(name, chunks):
+    """A mask over the leading axes leaves whole rows of unknown number (dask's NaN
+    first axis): the gradient is scattered along that axis without reshaping it;
+    NumPy's values (float64)."""
+    a = np.array([[0.5, -1.0, 0.75, 2.0, 0.1], [-0.3, 0.8, -0.4, -1.5, 0.2],
+                  [0.6, 0.2, 0.9, 1.1, -0.7], [0.4, -0.2, 0.3, 0.5, 0.9]])  # fmt: skip
+    f = MASKED[name]
+    x = xp.asarray(a if chunks is None else da.from_array(a, chunks=chunks), requires_grad=True)
+    f(xp, x).backward()
+    want = npx.asarray(a, requires_grad=True)
+    f(npx, want).backward()
+    np.testing.assert_allclose(host(x.grad), want.grad.data, rtol=1e-12, atol=1e-15)
+
+
 def test_reduction_of_a_boolean_mask():
     a = rng.standard_normal((4, 5))
     np.testing.assert_allclose(_grad(lambda x: xp.sum(x[x > 0.0]), a), (a > 0) * 1.0)

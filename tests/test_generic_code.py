@@ -188,8 +188,11 @@ def test_copy_and_deepcopy_as_in_torch(xp):
     c = copy.copy(y)  # the same value and node
     xp.sum(c).backward()
     np.testing.assert_array_equal(val(x.grad), 2 * X + 3.0)
-    with pytest.raises(RuntimeError, match="leaf"):
-        copy.deepcopy(y)
+    e = copy.deepcopy(y)  # a computed tensor: a recorded copy, its own buffer
+    assert not e.is_leaf and e.requires_grad
+    with ad.no_grad():
+        e *= 0.0
+    np.testing.assert_array_equal(val(y), 3.0 * X)
 
 
 # -- a Tensor converts as its backend array does -----------------------------------------

@@ -376,7 +376,7 @@ class Pass:
         ``full``: ``g`` stands for ``g`` broadcast to ``full`` (an element-wise rule's
         result from such a gradient); it is broadcast first if a sum needs it."""
         xp = self.xp
-        if full is not None and shape != full and g.shape != full:
+        if full is not None and not _same_shape(shape, full) and not _same_shape(g.shape, full):
             g = xp.broadcast_to(g, full)  # the input was broadcast: its sums need all terms
         if g.shape != shape:
             lead = g.ndim - len(shape)
@@ -507,12 +507,18 @@ class Pass:
         )
 
 
+def _same_shape(a, b):
+    """``a == b`` for shapes, a size unknown until computed (dask's NaN, which is no
+    value equal to itself) matching an unknown size."""
+    return len(a) == len(b) and all(m == n or (m != m and n != n) for m, n in zip(a, b))
+
+
 def _unknown(have, shape):
     """Whether ``shape`` has sizes unknown until computed (dask's NaN after a boolean
     mask) where ``have`` is 1: such a gradient can't be broadcast by shape; the rules that
     read it (indexing's) broadcast it against their own arrays."""
-    return any(s != s or s is None for s, h in zip(shape[len(shape) - len(have) :], have)
-               if h == 1)  # fmt: skip
+    have = (1,) * (len(shape) - len(have)) + tuple(have)  # missing leading axes: size 1
+    return any(s != s or s is None for s, h in zip(shape, have) if h == 1)
 
 
 def gradients(t, g, targets, create_graph=False, retain_graph=False):

@@ -24,7 +24,7 @@ import functools
 
 from . import batching, versions
 from .errors import add_op_name
-from .grad_mode import mode
+from .grad_mode import mode, no_grad
 from .registry import get
 from .tensor import INPLACE_OPERATORS, Tensor
 from .versions import Alias, Same
@@ -60,16 +60,17 @@ class Call:
         return out if self.index is None else out[self.index]
 
 
-def _chain(t):
+def _chain(t, through_alias=False):
     """The tensors ``t`` is a view of, nearest first, and how the chain ends: "root";
-    "alias" at a ``detach()`` alias; "copy" where the library made a copy, not a view
+    "alias" at a ``detach()`` alias (unless ``through_alias``: a buffer write goes on into
+    the tensor it was detached from); "copy" where the library made a copy, not a view
     (numpy's reshape of a transposed array, an integer index's scalar): a write stops
     there, as it does in the library."""
     chain = []
     may_share = t._rec.backend.may_share_memory
     while t._base is not None:
         base, how = t._base
-        if how is None or type(how) is Alias:
+        if how is None or (type(how) is Alias and not through_alias):
             return chain, "alias"
         if not may_share(t.data, base.data):
             return chain, "copy"
@@ -124,13 +125,12 @@ def _check_writable(t, what):
 
 def _assign(rec, t, rkey, value, v):
     """``t`` with ``t[rkey] = value``, as a new tensor (recorded if either requires grad)."""
-    new = rec.backend.asarray(t.data, copy=True)
     try:
-        new[rkey] = v
+        new = rec.backend.set_at(t.data, rkey, v)
     except Exception as exc:
         add_op_name(exc, "__setitem__")
         raise
-    if t._rg or (isinstance(value, Tensor) and value._rg):
+    if mode.enabled and (t._rg or (isinstance(value, Tensor) and value._rg)):
         return rec.record(get("__setitem__"), new, (t, value), (t.data, v), {"key": rkey})
     return rec.wrap(new)
 
@@ -139,7 +139,7 @@ def _put(rec, base, how, value, what):
     """``base`` with the region that the view ``how`` takes replaced by ``value``."""
     if type(how) is Index:
         return _assign(rec, base, how.key, value, value.data)
-    if type(how) is Same:
+    if type(how) in (Same, Alias):
         return value
     # Any other view op: where each view element comes from, read off the view of
     # the positions 0..n-1; the base is then a gather from the new values there.
@@ -174,26 +174,41 @@ def _rebind(t, res):
     t._rg = res._rg
 
 
-def _write(t, new, what):
+def _write(t, new, what, keep=False):
     """Give ``t`` the value of the Tensor ``new``: through the bases of a view up to its
     root, which moves onto the new buffer; then each live view of the root is taken
-    again from it (in creation order: a view's own base is taken before it)."""
+    again from it (in creation order: a view's own base is taken before it). With
+    ``keep`` (a write into the buffer, on a library that can't write in place) only the
+    values change: the tensors keep their nodes and version counter, and the write goes
+    on through ``detach()`` aliases, which share the buffer."""
     rec = t._rec
-    for base in _chain(t)[0]:
+    for base in _chain(t, through_alias=keep)[0]:
         new = _put(rec, base, t._base[1], new, what)
         t = base
     # t is the root now, or a copy of its base (the write stops there), or an alias that
     # took a value requiring grad: either way its own buffer from here on
     old = t._version
-    _rebind(t, new)
-    t._version = new._version
-    t._base = None
+    if keep:
+        t.data = new.data
+    else:
+        _rebind(t, new)
+        t._version = new._version
+        t._base = None
     if old is None or len(old) == 1:
         return
     # the live views taken from t, directly or through others (the counter's list may
     # also hold views of a tensor t was a copy of, or views since cut from it)
     views = [v for v in (r() for r in old[2]) if v is not None and _descends(v, t)]
     if not views:
+        return
+    if keep:
+        for v in views:
+            base, how = v._base
+            if type(how) in (Alias, Same):
+                v.data = base.data
+            else:
+                with no_grad():
+                    v.data = how(rec.xp, base).data
         return
     versions.version_counter(t)
     for v in views:
@@ -244,6 +259,12 @@ def setitem(t, key, value):
         _check_writable(t, "__setitem__")
         _write(t, _assign(rec, t, rkey, value, v), "__setitem__")
         return
+    if not rec.backend.mutable:  # a new buffer for the whole family of views
+        with no_grad():
+            new = _assign(rec, t, rkey, value, v)
+        _write(t, new, "__setitem__", keep=True)
+        versions.bump(t)
+        return
     try:
         t.data[rkey] = v
     except ValueError as exc:  # a read-only view (numpy's diagonal, broadcast_to)
@@ -273,8 +294,12 @@ def inplace(t, name, other):
         _write(t, _fit(rec, t, getattr(rec.xp, name)(t, other), what), what)
         return t
     o = rec.raw(other, name)
-    if not hasattr(t.data, _DUNDER[name]):  # immutable arrays (dask's): a new buffer
-        _write(t, _fit(rec, t, getattr(rec.xp, name)(t, other), what), what)
+    if not rec.backend.mutable or not hasattr(t.data, _DUNDER[name]):
+        # immutable arrays (JAX's, dask's): a new buffer for the whole family of views
+        with no_grad():
+            new = _fit(rec, t, getattr(rec.xp, name)(t, other), what)
+        _write(t, new, what, keep=True)
+        versions.bump(t)
         return t
     try:
         out = getattr(t.data, _DUNDER[name])(o)

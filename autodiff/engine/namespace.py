@@ -193,6 +193,7 @@ class Recorder:
         xp = self.xp = types.SimpleNamespace(
             records=True,
             stop_gradient=_stop_gradient,
+            mutable=True,  # a Tensor takes x[key] = v on every backend (copy-on-write)
             linalg=types.SimpleNamespace(),
             fft=types.SimpleNamespace(),
             nn=types.SimpleNamespace(),  # extension ops (autodiff.nn.functional)

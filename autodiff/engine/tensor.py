@@ -239,13 +239,14 @@ class Tensor:
         return t
 
     def __deepcopy__(self, memo):
-        """A new leaf with a copy of the values (and of ``grad``), as torch: a computed
-        tensor can't be deep-copied (its graph would be shared), detach it first."""
+        """A copy with its own buffer. Of a leaf: a new leaf (the same ``requires_grad``,
+        a copy of ``grad``), as torch. Of a computed tensor: the op ``asarray(x,
+        copy=True)``, recorded, so gradients flow through it, as JAX differentiates
+        through a copy (xarray's ``DataArray.copy()`` deep-copies its data)."""
         if self._node is not None:
-            raise RuntimeError(
-                "deepcopy: only leaf tensors can be deep-copied, not computed ones; "
-                "use .detach() first"
-            )
+            t = self._rec.xp.asarray(self, copy=True)
+            memo[id(self)] = t
+            return t
         t = self._rec.wrap(self._rec.backend.asarray(self.data, copy=True))
         t._rg = self._rg
         if self._grad is not None:

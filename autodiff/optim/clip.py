@@ -31,7 +31,7 @@ def clip_grad_value_(parameters, clip_value):
     grads = [p.grad for p in _tensors("clip_grad_value_", parameters) if p.grad is not None]
     for g in grads:
         B = recorder_of(g).backend
-        g.data[...] = B.clip(g.data, -clip_value, clip_value)
+        g.data = B.set_(g.data, ..., B.clip(g.data, -clip_value, clip_value))
         bump(g)
     if grads and _lazy(recorder_of(grads[0]).backend):
         _persist(recorder_of(grads[0]).backend, grads)

@@ -176,8 +176,8 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p.grad = None
-                elif g.is_leaf:
-                    g.data[...] = 0  # in place: code holding the grad buffer sees zeros
+                elif g.is_leaf:  # in place: code holding the grad buffer sees zeros
+                    g.data = recorder_of(p).backend.set_(g.data, ..., 0)
                     bump(g)
                 else:  # a grad with history (create_graph=True): cut it, as torch does
                     rec = recorder_of(p)

@@ -58,25 +58,47 @@ def _is_basic(key):
 
 
 def _getitem(xp, g, ans, x, *, key):
-    """Basic indexing writes g into zeros; array indexing scatter-adds it, so
+    """Basic indexing lays g into zeros; array indexing scatter-adds it, so
     repeated indices accumulate. Recorded, basic indexing scatters too (no write in
     place: under ``vmap`` of a VJP, g holds one cotangent per example and the zeros
     don't)."""
     if _is_basic(key) and not xp.records:
-        z = xp.zeros(x.shape, dtype=g.dtype, device=device_of(g))
-        parts = key if isinstance(key, tuple) else (key,)
-        if any(k is None for k in parts):  # new axes: drop them from g instead
-            key = tuple(k for k in parts if k is not None)
-            g = xp.reshape(g, z[key].shape)
-        z[key] = g
-        return z
+        return xp.embed(g, x.shape, key)
+    mask = _leading_mask(xp, key)
+    if mask is not None:
+        return _mask_back(xp, x, mask, key, g)
     return _scatter_back(xp, x, _positions(xp, x, device_of(g))[key], g)
+
+
+def _leading_mask(xp, key):
+    """The boolean array of a key that is one mask over the leading axes (the rest
+    whole), else None."""
+    parts = key if isinstance(key, tuple) else (key,)
+    first = parts[0] if parts else None
+    if not hasattr(first, "dtype") or not xp.isdtype(first.dtype, "bool"):
+        return None
+    if any(k is not Ellipsis and k != slice(None) for k in parts[1:]):
+        return None
+    return first
+
+
+def _mask_back(xp, x, mask, key, g):
+    """``x[mask]``'s gradient, scattered along one axis: the masked axes as one of
+    known length, the others whole, so ``g`` (whose first axis has a length known only
+    from the values: dask's NaN) is never reshaped."""
+    device = device_of(g)
+    rest = tuple(x.shape[mask.ndim :])
+    n = math.prod(mask.shape)
+    if g.shape != tuple(g.shape[:1]) + rest or g.ndim != 1 + len(rest):
+        g = g * xp.ones_like(_positions(xp, x, device)[key], dtype=g.dtype)
+    picked = xp.arange(n, device=device)[xp.reshape(mask, (-1,))]
+    z = xp.zeros((n,) + rest, dtype=g.dtype, device=device)
+    return xp.reshape(xp.index_add(z, picked, g, axis=0), x.shape)
 
 
 def _setitem_x(xp, g, ans, x, value, *, key):
     # the overwritten region is a structural zero (see graph.Zeros)
-    mask = xp.zeros(g.shape, dtype=xp.bool, device=device_of(g))
-    mask[key] = True
+    mask = xp.set_(xp.zeros(g.shape, dtype=xp.bool, device=device_of(g)), key, True)
     return Zeros(xp.where(mask, xp.zeros_like(g), g), mask)
 
 
@@ -99,11 +121,8 @@ def _setitem_jvp(xp, ts, ans, x, value, *, key):
     """The old tangent with the written region replaced by the value's tangent."""
     tx, tv = ts
     if tx is None:
-        out = xp.zeros(x.shape, dtype=x.dtype, device=device_of(x))
-    else:
-        out = xp.asarray(tx, copy=True)  # the tangent of x is another node's too
-    out[key] = 0.0 if tv is None else tv
-    return out
+        tx = xp.zeros(x.shape, dtype=x.dtype, device=device_of(x))
+    return xp.set_at(tx, key, 0.0 if tv is None else tv)  # tx is another node's too
 
 
 # -- batching rules (vmap): the batch axis first in each batched argument -----------------------

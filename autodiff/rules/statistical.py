@@ -67,10 +67,20 @@ def _std(xp, g, ans, x, *, axis=None, correction=0.0, keepdims=False):
 def _others_product(xp, x):
     """Product of every other element along the last axis, exact with zeros:
     exclusive cumulative products from the left and from the right."""
-    left = xp.cumulative_prod(x, axis=-1, include_initial=True)[..., :-1]
-    rx = xp.flip(x, axis=-1)
-    right = xp.flip(xp.cumulative_prod(rx, axis=-1, include_initial=True)[..., :-1], axis=-1)
+    left = _exclusive_cumprod(xp, x)
+    right = xp.flip(_exclusive_cumprod(xp, xp.flip(x, axis=-1)), axis=-1)
     return left * right
+
+
+def _exclusive_cumprod(xp, x):
+    """``[1, x0, x0*x1, ...]`` along the last axis (without its last product): a 1
+    concatenated before the cumulative product, since the standard lets a library
+    lack ``include_initial`` (cubed)."""
+    if x.shape[-1] == 0:
+        return x
+    one = xp.ones(tuple(x.shape[:-1]) + (1,), dtype=x.dtype, device=device_of(x))
+    last = x.ndim - 1  # cubed's concat takes no negative axis
+    return xp.concat([one, xp.cumulative_prod(x[..., :-1], axis=last)], axis=last)
 
 
 def _prod(xp, g, ans, x, *, axis=None, dtype=None, keepdims=False):
@@ -139,7 +149,7 @@ def _cumulative_prod_polynomial(xp, g, x, axis):
     one = xp.ones((), dtype=x.dtype, device=device_of(x))
     spans = xp.cumulative_prod(xp.where(col > row, xm[..., None, :], one), axis=-1)
     inner = xp.sum(xp.where(col >= row, spans * gm[..., None, :], one * 0), axis=-1)
-    prefix = xp.cumulative_prod(xm, axis=-1, include_initial=True)[..., :-1]
+    prefix = _exclusive_cumprod(xp, xm)
     return xp.moveaxis(prefix * inner, -1, axis)
 
 

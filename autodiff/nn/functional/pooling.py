@@ -127,10 +127,7 @@ def _max_pool_rule(xp, g, offset, x, *, kernel, stride, dilation, pads, out):
     for k, key in enumerate(_offsets(kernel, stride, dilation, out)):
         # A multiply by the 0/1 mask: NumPy's where is ten times slower.
         part = g * xp.astype(offset == k, g.dtype)
-        if disjoint:
-            grad[key] = part
-        else:
-            grad[key] += part
+        grad = xp.set_(grad, key, part if disjoint else grad[key] + part)
     return grad[..., pads[0] : pads[0] + h, pads[2] : pads[2] + w] if any(pads) else grad
 
 

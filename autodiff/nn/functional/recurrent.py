@@ -235,7 +235,7 @@ def _gru_seq_rule(xp, g, res, x, h0, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 
     out, gates = res
     t_len, n, H = out.shape
     dh = None
-    # the gate gradients of every step, written in place: no list of steps to stack
+    # the gate gradients of every step, written in place where the library can
     dgi = xp.zeros((t_len, n, 3 * H), dtype=g.dtype, device=device_of(g))
     dgh = xp.zeros((t_len, n, 3 * H), dtype=g.dtype, device=device_of(g))
     for t in reversed(range(t_len)):
@@ -243,11 +243,11 @@ def _gru_seq_rule(xp, g, res, x, h0, w_ih, w_hh, b_ih, b_hh, *, needs=(True,) * 
         prev = h0 if t == 0 else out[t - 1, ...]
         tr = xp.matrix_transpose
         dpre_r, dpre_z, dpre_n, dpre_hn = _gate_grads(xp, tr(dh), gates[t], tr(prev))
-        dgi[t, :, :H] = tr(dpre_r)
-        dgi[t, :, H : 2 * H] = tr(dpre_z)
-        dgi[t, :, 2 * H :] = tr(dpre_n)
-        dgh[t, :, : 2 * H] = dgi[t, :, : 2 * H]
-        dgh[t, :, 2 * H :] = tr(dpre_hn)
+        dgi = xp.set_(dgi, (t, slice(None), slice(None, H)), tr(dpre_r))
+        dgi = xp.set_(dgi, (t, slice(None), slice(H, 2 * H)), tr(dpre_z))
+        dgi = xp.set_(dgi, (t, slice(None), slice(2 * H, None)), tr(dpre_n))
+        dgh = xp.set_(dgh, (t, slice(None), slice(None, 2 * H)), dgi[t, :, : 2 * H])
+        dgh = xp.set_(dgh, (t, slice(None), slice(2 * H, None)), tr(dpre_hn))
         dh = dgh[t, ...] @ w_hh + dh * tr(gates[t][1])
     dgi = xp.reshape(dgi, (t_len * n, 3 * H))
     dgh = xp.reshape(dgh, (t_len * n, 3 * H))

@@ -711,8 +711,10 @@ def _generic(rec, op, raw):
             elif a is not None and type(a) not in _PYTHON_SCALARS and foreign(a):
                 raise rec.foreign_error(name, a)
         if kwargs:
-            check_native(name, (), kwargs)
             for k, v in kwargs.items():
+                # most keywords are numbers, None or tuples of ints: no call for those
+                if v is not None and type(v) not in _PYTHON_SCALARS and not isinstance(v, Tensor):
+                    check_native(name, (v,))
                 if isinstance(v, Tensor):
                     if v._rg and kind != CONST and mode.enabled:
                         raise TypeError(f"{name}: pass '{k}' positionally to differentiate it")

@@ -71,13 +71,20 @@ def test_dropout_module_and_attention_dropout_inside_vmap(xp):
     layer = nn.Dropout(0.5)
     x = xp.asarray(np.random.default_rng(2).uniform(1, 2, (4, 4000)))
     _check_masks(ad.vmap(layer)(x), x, 0.5)
-    q = xp.ones((4, 1, 2, 2000), dtype=xp.float64)  # per example: (heads, seq, dim)
-    out = ad.vmap(lambda a: F.scaled_dot_product_attention(a, a, a, dropout_p=0.5))(q)
-    # each weight is 1/2 (two equal keys): an output entry is the sum of the two kept
-    # weights times 1, scaled by 2: 0, 1 or 2; the examples' draws differ
+    # per example: 500 queries over two equal keys (heads, seq, dim), so each weight is
+    # 1/2 and an output row is the sum of its two kept weights times 1, scaled by 2: 0, 1
+    # or 2 (probabilities 1/4, 1/2, 1/4); two examples' rows differ with probability 5/8,
+    # so 500 rows each (1,000 draws) tell apart masks drawn per example from one shared
+    q = xp.ones((4, 1, 500, 2), dtype=xp.float64)
+    kv = xp.ones((4, 1, 2, 2), dtype=xp.float64)
+    out = ad.vmap(lambda a, b: F.scaled_dot_product_attention(a, b, b, dropout_p=0.5))(q, kv)
     vals = _np(out)
     assert set(np.unique(vals)) <= {0.0, 1.0, 2.0}
-    assert (vals[0] != vals[1]).mean() > 0.2
+    rows = vals[..., 0].reshape(4, 500)
+    for i in range(4):
+        assert abs((rows[i] == 1.0).mean() - 0.5) < 0.15  # 6.7 standard deviations
+        for j in range(i):
+            assert (rows[i] != rows[j]).mean() > 0.4  # 5/8 expected, std 0.022
 
 
 @pytest.mark.parametrize("p", [0.0, 1.0])

@@ -49,6 +49,9 @@ LEAF, NONE = "*", None
 
 # class -> (flatten: x -> (children, aux), unflatten: (aux, children) -> x)
 _NODES: dict = {}
+# Types whose instances were found to be leaves (arrays, numbers...): a set lookup per
+# leaf instead of the node tests, on every transform call's trees
+_LEAVES: set = set()
 
 
 def register_pytree_node(nodetype, flatten_func, unflatten_func):
@@ -73,6 +76,7 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func):
     if nodetype in _NODES or nodetype in (dict, list, tuple, type(None)):
         raise ValueError(f"register_pytree_node: {nodetype.__qualname__} is a node already")
     _NODES[nodetype] = (flatten_func, unflatten_func)
+    _LEAVES.discard(nodetype)
 
 
 def register_pytree_node_class(cls):
@@ -149,6 +153,8 @@ def children(x):
     node with no children)."""
     if x is None:
         return "none", None, []
+    if type(x) in _LEAVES:
+        return None
     entry = _NODES.get(type(x))
     if entry is not None:
         kids, aux = entry[0](x)
@@ -165,6 +171,7 @@ def children(x):
     if _is_dataclass(x):
         names = tuple(f.name for f in dataclasses.fields(x) if f.init)
         return "node", (type(x), names), [getattr(x, n) for n in names]
+    _LEAVES.add(type(x))
     return None
 
 

@@ -114,16 +114,20 @@ def embed(xp, g, shape, key):
     """A zero array of ``shape`` with ``g`` written at the basic index ``key`` (slices,
     integers, ``None``, ``...``): the adjoint of ``x[key]``. Where the library has no
     item assignment, each indexed axis is laid out in turn (:func:`_place`)."""
+    if xp.mutable:  # the key as it is: the backward of every x[i] takes this path
+        z = xp.zeros(tuple(shape), dtype=g.dtype, device=device_of(g))
+        if 0 in tuple(g.shape):  # nothing to write (dask refuses an empty write)
+            return z
+        parts = key if isinstance(key, tuple) else (key,)
+        if any(k is None for k in parts):  # new axes: dropped from the key and from g
+            key = tuple(k for k in parts if k is not None)
+            g = xp.reshape(g, tuple(z[key].shape))
+        z[key] = g
+        return z
     parts = _parts(key, len(shape))
     if any(k is None for k in parts):  # new axes: drop them from g
         g = xp.reshape(g, tuple(s for s, k in zip(g.shape, _g_axes(parts)) if k is not None))
         parts = [k for k in parts if k is not None]
-    if xp.mutable:
-        z = xp.zeros(tuple(shape), dtype=g.dtype, device=device_of(g))
-        if 0 in tuple(g.shape):  # nothing to write (dask refuses an empty write)
-            return z
-        z[tuple(parts)] = g
-        return z
     axis = 0  # g's axis matching parts[i]
     for n, k in zip(shape, parts):
         if isinstance(k, slice):

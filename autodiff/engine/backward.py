@@ -93,8 +93,13 @@ def cotangent(rec, g, like, what):
 # Steps of Pass.run inlined in its loop, and what a method call per node costs instead,
 # measured on the backward of the chain benchmark (601 nodes; the median of 7 runs, each
 # paired with the inlined loop): the next node 3.9%, pull() of a plain element-wise node
-# 5.7%, freeing what the node saved 3.0%. The other steps are calls: each costs about
-# 2.5% there, which is why the loop takes no more than one of them (send) per plain node.
+# 5.7%, freeing what the node saved 3.0%, send() of a chain's link (one input, fitted, the
+# only pending node) about 4% of the whole benchmark (issue 28's A/B against the tree before
+# the engine's split). The other steps are calls: each costs about 2.5% there, which is why
+# the loop takes no more than one of them (send) per plain node.
+_WRAPPED = (Zeros, Outer)  # gradients that send() unwraps
+
+
 class Pass:
     """One backward pass over raw arrays (``create=False``: rules get the backend) or
     recorded (``create=True``: rules get the recording namespace and Tensors).
@@ -103,11 +108,11 @@ class Pass:
     first) with the engine's fast paths. Its steps, in the order the loop takes them:
     the next node (inlined), ``intercept`` (hooks, targets), ``pull`` (the rule; inlined
     for plain element-wise nodes), freeing what the node saved (inlined), ``send`` (the
-    gradients to the inputs); then ``finish`` (``flush``, ``commit``). The state of the
-    walk, made by ``begin``: ``heap`` and ``buffers`` (the pending gradients of the nodes
-    waiting their turn), ``masks`` (their structural zeros, see node.Zeros), ``short``
-    (their deferred broadcasts, see ``fit``), ``stop``, ``useful`` and ``captured``
-    (targets), ``freed`` (what a freed node points to).
+    gradients to the inputs; inlined for a chain's link); then ``finish`` (``flush``,
+    ``commit``). The state of the walk, made by ``begin``: ``heap`` and ``buffers`` (the
+    pending gradients of the nodes waiting their turn), ``masks`` (their structural zeros,
+    see node.Zeros), ``short`` (their deferred broadcasts, see ``fit``), ``stop``,
+    ``useful`` and ``captured`` (targets), ``freed`` (what a freed node points to).
     """
 
     def __init__(self, rec, create: bool):
@@ -161,6 +166,7 @@ class Pass:
                 check_node(node)
             op = node.op
             try:
+                lone = None  # (edge, gradient) of a node with one input to send to
                 if plain and op.elementwise and not (short or masks):
                     # pull() of a plain element-wise node (inlined): its rules on raw
                     # arrays, no kwargs, and for one argument no broadcasting to undo
@@ -168,6 +174,8 @@ class Pass:
                     if len(args) == 1:
                         grads = (rules[0](xp, g, node.ans, args[0]),)
                         fitted = op.keeps_dtype
+                        if fitted:
+                            lone = node.edges[0], grads[0]
                     else:
                         a, b = args
                         e1, e2 = node.edges
@@ -176,6 +184,11 @@ class Pass:
                             None if e2 is None else rules[1](xp, g, node.ans, a, b),
                         )
                         fitted = False
+                        if e1 is None or e2 is None:  # x * 2.0: a lone edge, if it fits
+                            lone = (e2, grads[1]) if e1 is None else (e1, grads[0])
+                            gi, e = lone[1], lone[0]
+                            if gi.shape != e[2] or gi.dtype != e[3]:
+                                lone = None
                 else:
                     grads, extra = self.pull(node, g)
                     fitted = False
@@ -188,6 +201,13 @@ class Pass:
                 node.args = node.ans = None
                 node.kwargs = freed
                 node.versions = ()
+            if lone is not None and not heap:
+                # send() of a chain's link (inlined): the gradient, fitted and plain, to
+                # the only pending node, a one-output one
+                parent, gi = lone[0][0], lone[1]
+                if parent is not None and parent.outs is None and type(gi) not in _WRAPPED:
+                    nxt, nxt_g = parent, gi
+                    continue
             nxt, nxt_g = self.send(node, grads, fitted, extra)
         return self.finish(targets)
 

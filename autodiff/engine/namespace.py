@@ -82,6 +82,12 @@ def _recorder(xp) -> Recorder:
     return rec
 
 
+# array type -> array_api_compat's namespace for it, which its type decides (a library
+# whose namespaces differ has a class per namespace): a lookup instead of compat's tests,
+# for each raw array a transform or an nn function is given
+_namespaces: dict = {}
+
+
 def recorder_of(*arrays) -> Recorder:
     """The Recorder of the first Tensor's namespace among ``arrays``; without one, of the
     first raw array's namespace (None and Python scalars are passed over). Anything else
@@ -97,12 +103,15 @@ def recorder_of(*arrays) -> Recorder:
         if type(a) is Batched:  # inside vmap: one example of a batch (batching.py)
             found = found or a._rec
             continue
-        import array_api_compat
+        xp = _namespaces.get(type(a))
+        if xp is None:
+            import array_api_compat
 
-        try:
-            xp = array_api_compat.array_namespace(a)
-        except TypeError:
-            raise TypeError(_not_an_array(a)) from None
+            try:
+                xp = array_api_compat.array_namespace(a)
+            except TypeError:
+                raise TypeError(_not_an_array(a)) from None
+            _namespaces[type(a)] = xp
         if found is None:
             found = _recorder(xp)
     if found is None:
@@ -216,6 +225,7 @@ class Recorder:
         cls._ns = self.namespace
         # what a call may take besides its Tensors: this library's arrays and numbers
         self._own = (type(B.asarray(0.0)), numbers.Number, Batched, Tensor)
+        self._foreign = {}  # type -> whether its instances are foreign (see foreign)
 
     # -- building --------------------------------------------------------------
     def _bind_operators(self):
@@ -440,10 +450,13 @@ class Recorder:
         """Whether ``a`` is an array of another library (torch's in a NumPy namespace,
         NumPy's in array_api_strict's...): the backend would convert it silently, or
         hand back that library's array, with the graph cut."""
-        if isinstance(a, self._own):
-            return False
         t = type(a)
-        return hasattr(t, "__array_namespace__") or hasattr(t, "__dlpack__")
+        known = self._foreign.get(t)  # per type: a lookup on the per-op path
+        if known is None:
+            known = self._foreign[t] = not issubclass(t, self._own) and (
+                hasattr(t, "__array_namespace__") or hasattr(t, "__dlpack__")
+            )
+        return known
 
     def check_native(self, name, args, kwargs=None):
         """A TypeError naming the op and both libraries if an argument (or an item of a

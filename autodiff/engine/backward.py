@@ -167,14 +167,15 @@ class Pass:
             op = node.op
             try:
                 lone = None  # (edge, gradient) of a node with one input to send to
-                if plain and op.elementwise and not (short or masks):
+                if plain and op.elementwise:
                     # pull() of a plain element-wise node (inlined): its rules on raw
                     # arrays, no kwargs, and for one argument no broadcasting to undo
-                    args, rules, extra = node.args, op.vjp, None
+                    extra = self.extra_of(node) if short or masks else None
+                    args, rules = node.args, op.vjp
                     if len(args) == 1:
                         grads = (rules[0](xp, g, node.ans, args[0]),)
-                        fitted = op.keeps_dtype
-                        if fitted:
+                        fitted = op.keeps_dtype and (extra is None or extra[0] is None)
+                        if fitted and extra is None:
                             lone = node.edges[0], grads[0]
                     else:
                         a, b = args
@@ -184,7 +185,7 @@ class Pass:
                             None if e2 is None else rules[1](xp, g, node.ans, a, b),
                         )
                         fitted = False
-                        if e1 is None or e2 is None:  # x * 2.0: a lone edge, if it fits
+                        if extra is None and (e1 is None or e2 is None):  # x * 2.0, if it fits
                             lone = (e2, grads[1]) if e1 is None else (e1, grads[0])
                             gi, e = lone[1], lone[0]
                             if gi.shape != e[2] or gi.dtype != e[3]:
@@ -262,16 +263,7 @@ class Pass:
         for ``send``: the shape ``g`` stands for broadcast, its structural zeros and whether
         the rule keeps them zero; None when there is neither)."""
         op, xp = node.op, self.xp
-        full = self.short.pop(node, None) if self.short else None
-        mask = self.masks.pop(node, None) if self.masks else None
-        clean = False
-        if mask is not None:
-            # a rule that reads no array (g, -g, g * 0.9) keeps zeros zero; one that
-            # isn't element-wise keeps the mask only where it hands back Zeros
-            saved = node.args  # of an element-wise op: one or two arguments
-            clean = not op.elementwise or (
-                node.ans is None and _is_constant(saved[0]) and _is_constant(saved[-1])
-            )
+        extra = self.extra_of(node) if self.short or self.masks else None
         raw, watch = not self.create, self.watch
         if watch and not raw:  # the rule's recorded ops: placed at this node's call
             where = getattr(node, "where", None) or "a place recorded before"
@@ -289,8 +281,25 @@ class Pass:
                 in_rule.where = None
         if watch:
             check_backward(self.rec.backend, node, grads, raw)
-        extra = None if full is None and mask is None else (full, mask, clean)
         return grads, extra
+
+    def extra_of(self, node):
+        """What ``send`` needs to know of ``node``'s gradient beyond its value, taken out of
+        the walk's state: (the shape it stands for broadcast, its structural zeros, whether
+        the node's rule keeps them zero), or None when there is neither."""
+        full = self.short.pop(node, None) if self.short else None
+        mask = self.masks.pop(node, None) if self.masks else None
+        if full is None and mask is None:
+            return None
+        clean = False
+        if mask is not None:
+            # a rule that reads no array (g, -g, g * 0.9) keeps zeros zero; one that
+            # isn't element-wise keeps the mask only where it hands back Zeros
+            saved = node.args  # of an element-wise op: one or two arguments
+            clean = not node.op.elementwise or (
+                node.ans is None and _is_constant(saved[0]) and _is_constant(saved[-1])
+            )
+        return full, mask, clean
 
     def send(self, node, grads, fitted, extra):
         """Hand each of the rule's gradients to the input it belongs to: fitted to the

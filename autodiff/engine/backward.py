@@ -97,6 +97,16 @@ def cotangent(rec, g, like, what):
 # only pending node) about 4% of the whole benchmark (issue 28's A/B against the tree before
 # the engine's split). The other steps are calls: each costs about 2.5% there, which is why
 # the loop takes no more than one of them (send) per plain node.
+def _keeps_zeros(node):
+    """Whether ``node``'s rule keeps the structural zeros of its gradient zero: one that
+    reads no array (g, -g, g * 0.9) does; one that isn't element-wise keeps the mask only
+    where it hands back Zeros."""
+    saved = node.args  # of an element-wise op: one or two arguments
+    return not node.op.elementwise or (
+        node.ans is None and _is_constant(saved[0]) and _is_constant(saved[-1])
+    )
+
+
 _WRAPPED = (Zeros, Outer)  # gradients that send() unwraps
 
 
@@ -170,7 +180,12 @@ class Pass:
                 if plain and op.elementwise:
                     # pull() of a plain element-wise node (inlined): its rules on raw
                     # arrays, no kwargs, and for one argument no broadcasting to undo
-                    extra = self.extra_of(node) if short or masks else None
+                    extra = None
+                    if short or masks:  # extra_of(node) (inlined)
+                        full = short.pop(node, None) if short else None
+                        mask = masks.pop(node, None) if masks else None
+                        if full is not None or mask is not None:
+                            extra = full, mask, mask is not None and _keeps_zeros(node)
                     args, rules = node.args, op.vjp
                     if len(args) == 1:
                         grads = (rules[0](xp, g, node.ans, args[0]),)
@@ -202,14 +217,19 @@ class Pass:
                 node.args = node.ans = None
                 node.kwargs = freed
                 node.versions = ()
+            args = a = b = None  # the saved values die here, not with the next node
             if lone is not None and not heap:
                 # send() of a chain's link (inlined): the gradient, fitted and plain, to
                 # the only pending node, a one-output one
                 parent, gi = lone[0][0], lone[1]
                 if parent is not None and parent.outs is None and type(gi) not in _WRAPPED:
                     nxt, nxt_g = parent, gi
+                    grads = lone = gi = g = None
                     continue
             nxt, nxt_g = self.send(node, grads, fitted, extra)
+            # nor the gradients sent: an array nothing else holds is freed before the next
+            # node's rule allocates
+            grads = lone = gi = g = None
         return self.finish(targets)
 
     def begin(self, roots, root_grads, targets):
@@ -291,15 +311,7 @@ class Pass:
         mask = self.masks.pop(node, None) if self.masks else None
         if full is None and mask is None:
             return None
-        clean = False
-        if mask is not None:
-            # a rule that reads no array (g, -g, g * 0.9) keeps zeros zero; one that
-            # isn't element-wise keeps the mask only where it hands back Zeros
-            saved = node.args  # of an element-wise op: one or two arguments
-            clean = not node.op.elementwise or (
-                node.ans is None and _is_constant(saved[0]) and _is_constant(saved[-1])
-            )
-        return full, mask, clean
+        return full, mask, mask is not None and _keeps_zeros(node)
 
     def send(self, node, grads, fitted, extra):
         """Hand each of the rule's gradients to the input it belongs to: fitted to the

@@ -48,6 +48,7 @@ _FAST = {
     "numpy": "numpy_fast",
     "cupy": "cupy_fast",
     "dask.array": "dask_fast",
+    "sparse": "sparse_fast",
 }
 
 # Standard functions some libraries lack (array-api-compat's dask namespace): taken from

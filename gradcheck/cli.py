@@ -40,14 +40,23 @@ def _namespace(name):
         raise SystemExit(f"gradcheck: backend {name!r} is not available ({exc})") from None
 
 
+@contextlib.contextmanager
 def _scheduler(xp):
-    """A new context to run one check in: on dask, its synchronous scheduler (the
-    checks compute many tiny graphs, which threads only slow down); elsewhere none."""
+    """A context to run one check in: on dask, its synchronous scheduler (the checks
+    compute many tiny graphs, which threads only slow down), and without the
+    ComplexWarning dask's guess of an output's type (its "meta") gives for every
+    complex-to-real op (the values are computed right); elsewhere none."""
     if xp.__name__ != "autodiff.dask.array":
-        return contextlib.nullcontext()
+        yield
+        return
+    import warnings
+
     import dask
 
-    return dask.config.set(scheduler="synchronous")
+    with dask.config.set(scheduler="synchronous"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=np.exceptions.ComplexWarning,
+                                module=r"dask\.")  # fmt: skip
+        yield
 
 
 def _record(op, status, detail, rule="vjp"):
@@ -56,21 +65,31 @@ def _record(op, status, detail, rule="vjp"):
 
 
 def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto",
-        progress=None, rules=("vjp", "jvp")):  # fmt: skip
+        progress=None, rules=("vjp", "jvp"), jobs=1, registry_gaps=True):  # fmt: skip
     """Check ops on a backend; yields one record per (op, sample, rule, order): ``rule``
-    "vjp" (reverse mode) or "jvp" (forward mode)."""
+    "vjp" (reverse mode) or "jvp" (forward mode). ``jobs`` > 1 checks the ops in that
+    many processes (the records come in the same order); ``registry_gaps``: first a
+    record per registered op without a spec and per spec without an op."""
     from .core import TOLERANCES, check_grad, check_jvp, check_jvp_second, check_second
     from .specs import SPECS, missing_specs
 
     xp = _namespace(backend)
     npx = _namespace("numpy")
     lazy = recorder_of(xp.asarray(0.0)).backend.lazy
-    no_spec, no_op = missing_specs()
-    for name in no_spec:
-        yield _record(name, "no spec", "registered op without a spec")
-    for name in no_op:
-        yield _record(name, "no op", "spec without a registered op")
+    if registry_gaps:
+        no_spec, no_op = missing_specs()
+        for name in no_spec:
+            yield _record(name, "no spec", "registered op without a spec")
+        for name in no_op:
+            yield _record(name, "no op", "spec without a registered op")
     names = sorted(SPECS) if not ops else ops
+    if jobs > 1 and len(names) > 1:
+        unknown = [n for n in names if n not in SPECS]
+        if unknown:
+            raise SystemExit(f"gradcheck: no op named {unknown[0]!r} (see gradcheck --list)")
+        settings = (backend, order, seed, dtype, mode, rules)
+        yield from _in_processes(jobs, names, progress, settings)
+        return
     for n, name in enumerate(names):
         if progress:
             progress(n, len(names), name)
@@ -115,6 +134,40 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
                     rec.update(status="ERROR", max_abs=None, max_rel=None,
                                detail=f"{type(exc).__name__}: {exc}")  # fmt: skip
                 yield rec
+
+
+def _one_op(name, settings):
+    """The records of one op (a worker's task): ``run``'s on it alone."""
+    backend, order, seed, dtype, mode, rules = settings
+    return list(run(backend, [name], order, seed, dtype, mode, None, rules, 1, False))
+
+
+def _in_processes(jobs, names, progress, settings):
+    """``run``'s records of ``names``, checked in ``jobs`` fresh processes (spawned: a
+    fork would copy the threads of the libraries loaded here), op by op, in order."""
+    import concurrent.futures
+    import functools
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        done = pool.map(functools.partial(_one_op, settings=settings), names)
+        for n, (name, records) in enumerate(zip(names, done)):
+            if progress:
+                progress(n, len(names), name)
+            yield from records
+
+
+def _jobs(value):
+    """``--jobs``: a number of processes, 0 for one per CPU this process may use."""
+    n = int(value)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"--jobs must be 0 or more, not {n}")
+    if n == 0:
+        import os
+
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, n)
 
 
 def _unsupported(xp, sample, dtype="float64"):
@@ -186,6 +239,8 @@ def main(argv=None):
         help="check the VJP rules (reverse mode), the JVP rules (forward mode), or both",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", "-j", type=_jobs, default="0", metavar="N",
+                   help="check the ops in N processes (default 0: one per CPU)")  # fmt: skip
     p.add_argument("--json", metavar="PATH", help="write one record per (op, sample, order)")
     p.add_argument("--list", action="store_true", help="list the ops and their samples")
     p.add_argument(
@@ -242,7 +297,7 @@ def main(argv=None):
     progress = _progress if sys.stderr.isatty() and not args.quiet else None
     try:
         for rec in run(args.backend, args.ops, args.order, args.seed, args.dtype, args.mode,
-                       progress, rules):  # fmt: skip
+                       progress, rules, args.jobs):  # fmt: skip
             records.append(rec)
             agg = per_op[rec["rule"]].setdefault(
                 rec["op"], {"n": 0, "abs": 0.0, "rel": 0.0, "bad": []}

@@ -7,7 +7,9 @@
   output index, input and index, analytic and numeric values.
 - ``mode="fast"``: random projections ``u^T J v`` (as JAX and PyTorch do): one
   backward pass and two evaluations per projection, for large inputs.
-- ``mode="auto"``: full when the Jacobian has at most ``FULL_LIMIT`` elements.
+- ``mode="auto"``: full when the Jacobian has at most ``FULL_LIMIT`` elements, and
+  the backend is eager: on a lazy one (dask) each backward pass builds a task graph
+  of its own, so auto takes the projections there.
 
 Numbers are always differenced in float64, whatever the dtype checked: for a
 float32 check the analytic gradient is computed in float32 and compared at
@@ -368,7 +370,8 @@ def check_grad(f, *inputs, xp=None, mode="auto", dtype="float64", eps=1e-6, atol
     outs = _outputs(f(*tensors))
     n_jac = sum(int(np.prod(_shape(o))) for o in outs) * sum(a.size for a in prob.inputs)
     if mode == "auto":
-        mode = "full" if n_jac <= FULL_LIMIT else "fast"
+        lazy = tensors[0]._rec.backend.lazy if tensors else False
+        mode = "full" if n_jac <= FULL_LIMIT and not lazy else "fast"
     if mode == "full":
         res = _full(prob, tensors, outs, eps, atol, rtol)
     elif mode == "fast":

@@ -378,3 +378,53 @@ def test_sparse_scalar_index_is_a_tensor():
     assert isinstance(s, ad.Tensor) and s.shape == ()
     assert float(s) == X0[0, 1]
     assert float(x[2, 3] * 2.0) == 2.0 * X0[2, 3]
+
+
+# pydata sparse: fill values. A sum's cotangent broadcast to a shape is stored as a fill
+# value of 1, and exp fills with 1; sparse's products want zero fills and its joins one
+# fill. Each function's gradient against central differences of the dense function.
+B0 = np.array([[3.0, 0.0], [1.0, 0.0], [0.0, 4.0], [0.5, -1.0]])
+SPARSE_CASES = {
+    "sum(x @ b)": lambda xp, x, b: xp.sum(x @ b),
+    "sum(exp(x) @ b)": lambda xp, x, b: xp.sum(xp.exp(x) @ b),
+    "sum(x^T @ x)": lambda xp, x, b: xp.sum(x.mT @ x),
+    "tensordot": lambda xp, x, b: xp.sum(xp.tensordot(x, b, axes=1) ** 2),
+    "vecdot": lambda xp, x, b: xp.sum(xp.vecdot(x, x)),
+    "concat with exp": lambda xp, x, b: xp.sum(xp.concat([xp.exp(x), x]) * 2.0),
+    "stack": lambda xp, x, b: xp.sum(xp.stack([x, xp.exp(x)]) ** 2),
+    "slice": lambda xp, x, b: xp.sum(x[0:2, 1:3]),
+    "step slice": lambda xp, x, b: xp.sum(x[:, ::2] * 2.0),
+    "reversed step slice": lambda xp, x, b: xp.sum(x[:, ::-2] ** 2),
+    "take": lambda xp, x, b: xp.sum(xp.take(x, xp.asarray(np.array([0, 3, 3])), axis=1)),
+}
+
+
+def _central(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("case", sorted(SPARSE_CASES))
+def test_sparse_gradients_whatever_the_fill_values(case):
+    sparse = pytest.importorskip("sparse", reason="the sparse backend needs sparse")
+    f = SPARSE_CASES[case]
+    xp = ad.Autodiff(sparse)
+    x0 = X0.copy()
+    x0[1, 2] = x0[0, 0] = 0.0  # stored zeros: a sparse x
+    x = xp.asarray(sparse.COO.from_numpy(x0), requires_grad=True)
+    b = xp.asarray(sparse.COO.from_numpy(B0))
+    f(xp, x, b).backward()
+    dense = ad.Autodiff(np)
+    want = _central(lambda a: float(f(dense, dense.asarray(a), dense.asarray(B0)).data), x0)
+    np.testing.assert_allclose(x.grad.data.todense(), want, rtol=1e-7, atol=1e-7)
+
+
+def test_sparse_arange_is_the_standards():
+    sparse = pytest.importorskip("sparse", reason="the sparse backend needs sparse")
+    xp = ad.Autodiff(sparse)
+    np.testing.assert_array_equal(xp.arange(1, 9, 3).data.todense(), [1, 4, 7])
+    assert xp.arange(4.0).dtype == xp.float64

@@ -17,14 +17,15 @@ def _matmul(xp, g, ans, x1, x2, *, needs=(True, True)):
         return g * x2 if n1 else None, g * x1 if n2 else None
     if x1.ndim == 1:  # (k,) @ (..., k, n) -> (..., n)
         ge = xp.expand_dims(g, axis=-2)
-        g1 = (ge @ xp.matrix_transpose(x2))[..., 0, :] if n1 else None
+        g1 = xp.matmul(ge, xp.matrix_transpose(x2))[..., 0, :] if n1 else None
         return g1, xp.expand_dims(x1, axis=-1) * ge if n2 else None
     if x2.ndim == 1:  # (..., m, k) @ (k,) -> (..., m)
         ge = xp.expand_dims(g, axis=-1)
-        g2 = (xp.matrix_transpose(x1) @ ge)[..., 0] if n2 else None
+        g2 = xp.matmul(xp.matrix_transpose(x1), ge)[..., 0] if n2 else None
         return ge * x2 if n1 else None, g2
-    g1 = g @ xp.matrix_transpose(x2) if n1 else None
-    return g1, xp.matrix_transpose(x1) @ g if n2 else None
+    # xp.matmul, not @: the namespace's own (sparse's takes operands of any fill value)
+    g1 = xp.matmul(g, xp.matrix_transpose(x2)) if n1 else None
+    return g1, xp.matmul(xp.matrix_transpose(x1), g) if n2 else None
 
 
 def _tensordot_axes(axes, n1, n2):

@@ -1,0 +1,693 @@
+"""``jit(f)``: record the backend calls of one run of ``f``, replay only those calls.
+
+Design (the recording runs through the engine unchanged):
+
+- **What is recorded.** During a trace, ``f`` sees *trace arrays* (:class:`TraceArray`)
+  instead of the backend's arrays, and its Tensors are Tensors of a *trace namespace*:
+  ``Autodiff`` of a trace backend whose every function (the standard's, ``linalg``,
+  ``fft``, and this project's kernels, each the eager backend's own) unwraps its
+  arguments, calls the real function, wraps the result and appends one instruction to
+  the program. The engine, the rules and the optimizers reach the backend only through
+  that namespace (``B``/``xp``) and through Python operators on raw arrays: the trace
+  array's operators, indexing, ``__setitem__``, in-place operators, attributes and
+  NumPy's ``__array_ufunc__``/``__array_function__`` record the same way. So forward,
+  backward (``Pass.run`` calls the rules with ``xp = B``) and any transform inside ``f``
+  become one straight-line program of real backend calls; no Tensor, Node or rule runs
+  on replay.
+- **Slots.** Every array is a slot of an environment list: the inputs (the array leaves
+  of the arguments, a Tensor's ``data``) first, then each call's outputs. An
+  instruction is (function, arguments with slots in place of arrays, output slots).
+  Arrays that are not traced (a NumPy constant the function closes over) are kept by
+  reference, so the replay reads their current values.
+- **Writes.** In-place calls (``x[k] = v``, ``x += y``, the ``*_`` kernels, ``out=``)
+  run on the replay's own buffers; they are effects, never dropped. A write into an
+  array ``f`` does not take as an argument (state) is refused (NotImplementedError).
+- **Signature** (the cache key): the tree structure of the non-static arguments, for
+  each array leaf its type, shape, dtype, device and which leaves are the same object,
+  for each other leaf (Python numbers, strings, None) its value, the static arguments'
+  values, and whether grad mode is on. A new signature traces again.
+- **Never stale.** A host read of a traced value (``float``, ``int``, ``bool``,
+  ``.item()``, ``np.asarray``) raises :class:`HostReadError` naming the user's line,
+  as ``jax.jit`` does. The calls whose output shape depends on the data (boolean
+  indexing, ``nonzero``, ``unique_*``, ``repeat``) check it on replay and trace again
+  when it differs. Random draws (dropout's ``bernoulli``) are calls like any other and
+  are drawn afresh on each replay, from the same generator as eager.
+- **State** (module parameters, optimizer state: Tensors ``f`` reads but does not take)
+  is not supported yet: a Tensor of the eager namespace met inside ``f`` raises
+  NotImplementedError. Tensors that require grad among the arguments (``jit(f)`` called
+  inside ``grad``) and ``vmap``'s batches run ``f`` eagerly.
+
+Python side effects of ``f`` (print, appending to a list) happen when tracing only.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import os
+import sys
+import types
+
+from .. import pytree
+from ..engine.batching import Batched
+from ..engine.grad_mode import mode
+from ..engine.tensor import Tensor
+
+__all__ = ["jit", "HostReadError", "TraceArray"]
+
+_active: list = [None]  # the program being recorded, None outside a trace
+# Functions of the standard whose output shape depends on the values (the standard's
+# "data-dependent output shape"): checked on replay.
+_DATA_DEPENDENT = frozenset(
+    {"nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values", "repeat"}
+)
+
+
+class HostReadError(TypeError):
+    """A traced value was read back to Python (``float``, ``bool``, ``.item()``...)."""
+
+
+class _Stale(Exception):
+    """A replayed data-dependent shape differs from the traced one: trace again."""
+
+
+class _Slot:
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+
+def _internal_dirs():
+    import array_api_compat
+
+    from .. import backends
+
+    dirs = [os.path.dirname(os.path.dirname(__file__)), os.path.dirname(backends.__file__)]
+    dirs.append(os.path.dirname(array_api_compat.__file__))
+    for name in ("numpy", "array_api_strict"):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            dirs.append(os.path.dirname(mod.__file__))
+    return tuple(d + os.sep for d in dirs)
+
+
+def _user_line() -> str:
+    """'file:line: source' of the innermost frame outside autodiff and the array libraries."""
+    import linecache
+
+    internal = _internal_dirs()
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith(internal):
+            code = linecache.getline(path, frame.f_lineno).strip()
+            return f"{path}:{frame.f_lineno}: {code}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+def _host_read(what):
+    raise HostReadError(
+        f"jit: {what} of a traced value at {_user_line()}: the replay would reuse the "
+        "value of the first call. Compute on arrays instead (xp.where for a branch), or "
+        "pass the value as a static argument (static_argnums / static_argnames)"
+    )
+
+
+# -- the trace array ----------------------------------------------------------------------
+class TraceArray:
+    """An array of the backend while ``jit`` records: its value and its slot."""
+
+    __slots__ = ("value", "slot")
+    _B = None  # the eager backend (set on each subclass)
+    _tb = None  # the trace backend
+
+    def __init__(self, value, slot):
+        self.value = value
+        self.slot = slot
+
+    def __array_namespace__(self, api_version=None):
+        return self._tb
+
+    shape = property(lambda self: self.value.shape)
+    dtype = property(lambda self: self.value.dtype)
+    device = property(lambda self: self._B.device_of(self.value))
+    ndim = property(lambda self: self.value.ndim)
+    size = property(lambda self: self._B.size_of(self.value))
+    T = property(lambda self: _emit(self._B, operator.attrgetter("T"), (self,), {}))
+    mT = property(lambda self: _emit(self._B, operator.attrgetter("mT"), (self,), {}))
+
+    def __len__(self):
+        return self.value.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(self.value.shape[0]))
+
+    def __repr__(self):
+        return f"TraceArray(shape={self.shape}, dtype={self.dtype}, slot={self.slot})"
+
+    def __getattr__(self, name):  # the library's other attributes (.real, .astype...)
+        attr = getattr(self.value, name)
+        if callable(attr):  # recorded as a method call on the slot
+
+            def method(*args, **kwargs):
+                return _emit(self._B, _MethodCall(name), (self, *args), kwargs)
+
+            return method
+        if self._B.is_array(attr):
+            return _emit(self._B, operator.attrgetter(name), (self,), {})
+        return attr
+
+    def __getitem__(self, key):
+        check = _has_bool_array(key)
+        return _emit(self._B, operator.getitem, (self, key), {}, check=check)
+
+    def __setitem__(self, key, value):
+        _emit(self._B, operator.setitem, (self, key, value), {}, effect=True)
+
+    def to_device(self, device, /, stream=None):
+        import array_api_compat
+
+        return _emit(self._B, array_api_compat.to_device, (self, device), {"stream": stream})
+
+    # host reads: refused (see the module's docstring)
+    def __bool__(self):
+        _host_read("bool()")
+
+    def __int__(self):
+        _host_read("int()")
+
+    def __index__(self):
+        _host_read("an index (operator.index)")
+
+    def __float__(self):
+        _host_read("float()")
+
+    def __complex__(self):
+        _host_read("complex()")
+
+    def item(self, *args):
+        _host_read(".item()")
+
+    def tolist(self):
+        _host_read(".tolist()")
+
+    def __array__(self, *args, **kwargs):
+        _host_read("a conversion to a NumPy array")
+
+    def __dlpack__(self, *args, **kwargs):
+        _host_read("a DLPack export")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        effect = "out" in kwargs or method == "at"
+        return _emit(self._B, getattr(ufunc, method), inputs, kwargs, effect=effect)
+
+    def __array_function__(self, func, types_, args, kwargs):
+        return _emit(self._B, func, args, kwargs, effect="out" in kwargs)
+
+
+class _MethodCall:
+    """``a.name(*args, **kwargs)`` as a function of ``a`` (a recorded method call)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, a, *args, **kwargs):
+        return getattr(a, self.name)(*args, **kwargs)
+
+
+def _operator(fn, reflected=False, inplace=False):
+    def method(self, other):
+        if isinstance(other, Tensor):  # a Tensor's own operator records it
+            return NotImplemented
+        args = (other, self) if reflected else (self, other)
+        out = _emit(self._B, fn, args, {}, effect=inplace)
+        if inplace:  # the name now holds the result (the same buffer on NumPy)
+            self.value, self.slot = out.value, out.slot
+            return self
+        return out
+
+    return method
+
+
+def _bind_operators():
+    names = ("add sub mul truediv floordiv mod pow matmul and or xor lshift rshift").split()
+    for name in names:
+        fn = getattr(operator, name + "_" if name in ("and", "or") else name)
+        setattr(TraceArray, f"__{name}__", _operator(fn))
+        setattr(TraceArray, f"__r{name}__", _operator(fn, reflected=True))
+        ifn = getattr(operator, f"i{name}")
+        setattr(TraceArray, f"__i{name}__", _operator(ifn, inplace=True))
+    for name in ("lt", "le", "gt", "ge", "eq", "ne"):
+        setattr(TraceArray, f"__{name}__", _operator(getattr(operator, name)))
+    for name in ("neg", "pos", "abs", "invert"):
+        fn = getattr(operator, name)
+        setattr(TraceArray, f"__{name}__", lambda self, fn=fn: _emit(self._B, fn, (self,), {}))
+    TraceArray.__hash__ = object.__hash__
+
+
+_bind_operators()
+
+
+def _has_bool_array(key):
+    parts = key if isinstance(key, tuple) else (key,)
+    for k in parts:
+        if isinstance(k, TraceArray) and k._B.isdtype(k.value.dtype, "bool"):
+            return True
+    return False
+
+
+# -- recording ------------------------------------------------------------------------------
+def _unwrap(x):
+    """(raw value, spec): spec is a _Slot for a trace array, a tuple/list of specs for a
+    sequence holding one, else None (a constant)."""
+    if isinstance(x, TraceArray):
+        if x.slot < 0:
+            return x.value, None
+        return x.value, _Slot(x.slot)
+    if type(x) in (tuple, list):
+        pairs = [_unwrap(v) for v in x]
+        if any(s is not None for _, s in pairs):
+            raws = type(x)(r for r, _ in pairs)
+            return raws, type(x)(s if s is not None else r for r, s in pairs)
+    elif isinstance(x, Tensor):
+        raise NotImplementedError(
+            f"jit: a Tensor of {type(x)._ns.__name__} was met inside the traced function: "
+            "reading state (module parameters, optimizer state, a namespace captured "
+            "outside) is not supported by jit yet; take the arrays as arguments and the "
+            "namespace from them (array_namespace(x))"
+        )
+    return x, None
+
+
+def _fill(spec, env):
+    if type(spec) is _Slot:
+        return env[spec.i]
+    if type(spec) in (tuple, list):
+        return type(spec)(_fill(s, env) for s in spec)
+    return spec
+
+
+def _emit(B, fn, args, kwargs, effect=False, check=False):
+    """Call ``fn`` on the raw values of ``args``; record the call; its outputs as trace
+    arrays of the backend ``B``."""
+    prog = _active[0]
+    raws, tops, nested = list(args), [], []
+    for p, a in enumerate(args):
+        raws[p], spec = _unwrap(a)
+        if type(spec) is _Slot:
+            tops.append((p, spec.i))
+        elif spec is not None:
+            nested.append((p, spec))
+    rkw, kslots = kwargs, []
+    if kwargs:
+        rkw = dict(kwargs)
+        for k, v in kwargs.items():
+            rkw[k], spec = _unwrap(v)
+            if spec is not None:
+                kslots.append((k, spec))
+    if effect and prog is not None and raws and B.is_array(raws[0]):
+        if not (tops and tops[0][0] == 0):  # the written array is not a slot
+            raise NotImplementedError(
+                "jit: an in-place write into an array the function does not take as an "
+                "argument (state) is not supported yet"
+            )
+    out = fn(*raws, **rkw)
+    scalars = B.scalar_types
+    if scalars and isinstance(out, scalars):  # NumPy's 0-d results: arrays, as in eager
+        out = B.asarray(out)
+        fn = _then_asarray(fn, B.asarray)
+    if prog is None:  # building the trace namespace: nothing to record
+        return _wrap(out, B, None)[0]
+    wrapped, outs = _wrap(out, B, prog)
+    if outs is None and not effect:
+        return out  # no array out (finfo, result_type...): depends on dtypes only
+    shapes = None
+    if check or getattr(fn, "__name__", None) in _DATA_DEPENDENT:
+        shapes = _shapes(out)
+    dynamic = {p for p, _ in tops} | {p for p, _ in nested}
+    args_t = tuple(None if p in dynamic else r for p, r in enumerate(raws))
+    prog.append(fn, args_t, tuple(tops), tuple(nested), rkw, tuple(kslots), outs, effect,
+                shapes)  # fmt: skip
+    return wrapped
+
+
+def _then_asarray(fn, asarray):
+    def call(*args, **kwargs):
+        return asarray(fn(*args, **kwargs))
+
+    call.__name__ = getattr(fn, "__name__", "call")
+    return call
+
+
+def _shapes(out):
+    if isinstance(out, (tuple, list)):
+        return tuple(getattr(o, "shape", None) for o in out)
+    return out.shape
+
+
+def _wrap(out, B, prog):
+    """(out with its arrays as trace arrays, output spec: a slot, a tuple of specs, None)."""
+    cls = _traced[B.key][1]
+    if B.is_array(out):
+        slot = prog.new_slot() if prog is not None else -1
+        return cls(out, slot), slot
+    if isinstance(out, (tuple, list)):
+        pairs = [_wrap(o, B, prog) for o in out]
+        if all(s is None for _, s in pairs):
+            return out, None
+        items = [w for w, _ in pairs]
+        wrapped = type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
+        return wrapped, tuple(s for _, s in pairs)
+    return out, None
+
+
+class _Program:
+    """The recorded calls of one trace: run them on new inputs."""
+
+    def __init__(self):
+        self.code = []
+        self.n = 0
+        self.inputs = []
+        self.outputs = None  # per output leaf: ("raw"|"tensor", slot, rec) or ("const", v)
+        self.treedef = None
+
+    def new_slot(self):
+        self.n += 1
+        return self.n - 1
+
+    def append(self, fn, args, tops, nested, kwargs, kslots, outs, effect, shapes):
+        self.code.append([fn, args, tops, nested, kwargs, kslots, outs, effect, shapes])
+
+    def prune(self):
+        """Drop the calls whose outputs nothing reads (the engine's bookkeeping)."""
+        live = set()
+        for kind, slot, _ in self.outputs:
+            if kind != "const":
+                live.add(slot)
+        kept = []
+        for ins in reversed(self.code):
+            fn, args, tops, nested, kwargs, kslots, outs, effect, shapes = ins
+            if not effect and not any(s in live for s in _slots_of(outs)):
+                continue
+            for _, s in tops:
+                live.add(s)
+            for _, spec in nested + kslots:
+                live.update(_slots_of(spec))
+            kept.append(ins)
+        self.code = [tuple(i) for i in reversed(kept)]
+
+    def run(self, arrays):
+        env = [None] * self.n
+        for s, a in zip(self.inputs, arrays):
+            env[s] = a
+        for fn, args, tops, nested, kwargs, kslots, outs, _, shapes in self.code:
+            if tops or nested:
+                a = list(args)
+                for p, s in tops:
+                    a[p] = env[s]
+                for p, spec in nested:
+                    a[p] = _fill(spec, env)
+            else:
+                a = args
+            if kslots:
+                kwargs = dict(kwargs)
+                for k, spec in kslots:
+                    kwargs[k] = _fill(spec, env)
+            r = fn(*a, **kwargs)
+            if shapes is not None and _shapes(r) != shapes:
+                raise _Stale
+            if type(outs) is int:
+                env[outs] = r
+            elif outs is not None:
+                _store(outs, r, env)
+        out = []
+        for kind, slot, rec in self.outputs:
+            if kind == "raw":
+                out.append(env[slot])
+            elif kind == "tensor":
+                out.append(rec.wrap(env[slot]))
+            else:
+                out.append(slot)
+        return pytree.unflatten(self.treedef, out)
+
+
+def _store(spec, r, env):
+    if type(spec) is int:
+        env[spec] = r
+    elif spec is not None:
+        for s, v in zip(spec, r):
+            _store(s, v, env)
+
+
+def _slots_of(spec):
+    if type(spec) is int:
+        return (spec,)
+    if type(spec) is _Slot:
+        return (spec.i,)
+    if type(spec) in (tuple, list):
+        return [s for x in spec for s in _slots_of(x)]
+    return ()
+
+
+# -- the trace backend -------------------------------------------------------------------
+_traced: dict = {}  # eager backend key -> (trace backend, its TraceArray class, Recorder)
+
+
+def _traced_function(B, fn, effect):
+    def traced(*args, **kwargs):
+        return _emit(B, fn, args, kwargs, effect=effect)
+
+    traced.__name__ = getattr(fn, "__name__", "traced")
+    traced.__doc__ = getattr(fn, "__doc__", None)
+    return traced
+
+
+def _traced_namespace(B, ns, into):
+    """``into`` filled with the attributes of ``ns``: its functions recorded, the rest
+    (dtypes, constants, ``finfo``'s classes) as they are."""
+    for name, v in list(vars(ns).items()):
+        if name.startswith("__") and name != "__array_namespace_info__":
+            continue
+        if isinstance(v, (types.ModuleType, types.SimpleNamespace)):
+            if name in ("linalg", "fft"):  # the standard's extensions; other modules: none
+                setattr(into, name, _traced_namespace(B, v, types.SimpleNamespace()))
+        elif callable(v) and not isinstance(v, type) and name != "__array_namespace_info__":
+            # the in-place kernels (index_add_, apply_) and random draws are effects
+            effect = name.endswith("_") or name == "bernoulli"
+            setattr(into, name, _traced_function(B, v, effect))
+        else:
+            setattr(into, name, v)
+    return into
+
+
+def _trace_backend(B):
+    """(trace backend, TraceArray class, Recorder) of the eager backend ``B`` (cached)."""
+    got = _traced.get(B.key)
+    if got is not None:
+        return got
+    from .. import backends
+    from ..engine import namespace
+
+    class TraceBackend(backends.Backend):
+        __hash__ = object.__hash__  # array-api-compat caches namespaces by hash
+
+    tb = TraceBackend.__new__(TraceBackend)
+    cls = type("TraceArray", (TraceArray,), {"__slots__": (), "_B": B, "_tb": tb})
+    _traced[B.key] = (tb, cls, None)
+    _traced_namespace(B, B, tb)
+    for sub in ("linalg", "fft"):
+        if hasattr(B, sub):
+            setattr(tb, sub, _traced_namespace(B, getattr(B, sub), types.SimpleNamespace()))
+    tb.__name__ = tb.key = f"autodiff.jit({B.key})"
+    tb.xp = tb
+    tb.__array_api_version__ = B.__array_api_version__
+    tb.__array_namespace_info__ = B.__array_namespace_info__
+    tb.array_type = cls
+    tb.scalar_types = ()
+    tb.host_checks = False  # a check would read a traced value back
+    tb.lazy = B.lazy
+    backends._cache[tb.key] = tb
+    rec = namespace._recorder(tb)
+    _traced[B.key] = (tb, cls, rec)
+    return _traced[B.key]
+
+
+# -- jit ----------------------------------------------------------------------------------
+_SCALARS = (bool, int, float, complex, str, bytes, type(None))
+
+
+def _leaf_key(x, backend_of):
+    """The signature of one argument leaf; raises _Eager where ``f`` must run eagerly."""
+    if isinstance(x, Tensor):
+        if x._rg and mode.enabled:  # differentiated by its caller: eager
+            raise _Eager
+        d = x.data
+        return (type(x), d.shape, d.dtype, x._rec.backend.device_of(d))
+    if type(x) is Batched:
+        raise _Eager
+    if isinstance(x, _SCALARS):
+        return (type(x), x)
+    B = backend_of(x)
+    if B is None:
+        try:
+            hash(x)
+        except TypeError:
+            raise TypeError(
+                f"jit: an argument leaf of type {type(x).__name__} is neither an array nor "
+                "hashable; mark its argument static (static_argnums / static_argnames)"
+            ) from None
+        return (type(x), x)
+    return (type(x), x.shape, x.dtype, B.device_of(x))
+
+
+class _Eager(Exception):
+    """An argument needs the eager function (a Tensor that requires grad, a vmap batch)."""
+
+
+_backends: dict = {}  # array type -> eager backend (None: not an array)
+
+
+def _backend_of(x):
+    t = type(x)
+    if t in _backends:
+        return _backends[t]
+    import array_api_compat
+
+    from .. import backends
+
+    B = None
+    if array_api_compat.is_array_api_obj(x):
+        B = backends.resolve(array_api_compat.array_namespace(x))
+    _backends[t] = B
+    return B
+
+
+def _signature(leaves):
+    keys, first = [], {}
+    for i, x in enumerate(leaves):
+        keys.append(_leaf_key(x, _backend_of))
+        if not isinstance(x, _SCALARS):
+            keys.append(first.setdefault(id(x), i))  # the same array passed twice
+    return tuple(keys)
+
+
+def _trace(f, leaves, treedef, rebuild):
+    """Run ``f`` on trace arrays standing for the array leaves; its program and result."""
+    prog = _Program()
+    traced = []
+    for x in leaves:
+        if isinstance(x, Tensor):
+            _, cls, rec = _trace_backend(x._rec.backend)
+            prog.inputs.append(prog.new_slot())
+            traced.append(rec.wrap(cls(x.data, prog.inputs[-1])))
+        elif not isinstance(x, _SCALARS) and _backend_of(x) is not None:
+            _, cls, _ = _trace_backend(_backend_of(x))
+            prog.inputs.append(prog.new_slot())
+            traced.append(cls(x, prog.inputs[-1]))
+        else:
+            traced.append(x)
+    _active[0] = prog
+    try:
+        out = rebuild(pytree.unflatten(treedef, traced))
+    finally:
+        _active[0] = None
+    outs, prog.treedef = pytree.flatten(out)
+    prog.outputs, result = [], []
+    for o in outs:
+        if isinstance(o, Tensor) and isinstance(o.data, TraceArray) and o.data.slot >= 0:
+            eager = _rec_of(type(o.data)._B)
+            prog.outputs.append(("tensor", o.data.slot, eager))
+            result.append(eager.wrap(o.data.value))
+        elif isinstance(o, TraceArray) and o.slot >= 0:
+            prog.outputs.append(("raw", o.slot, None))
+            result.append(o.value)
+        else:
+            if isinstance(o, (Tensor, TraceArray)):
+                raise NotImplementedError("jit: f returned a Tensor of an unsupported kind")
+            prog.outputs.append(("const", o, None))
+            result.append(o)
+    prog.prune()
+    return prog, pytree.unflatten(prog.treedef, result)
+
+
+def _rec_of(B):
+    from ..engine import namespace
+
+    return namespace._recorder(B.xp)
+
+
+def jit(f, static_argnums=(), static_argnames=()):
+    """``f`` recorded once per signature and replayed as a program of backend calls.
+
+    The first call with a given signature (tree structure, shapes, dtypes, devices,
+    Python values and static arguments) runs ``f`` and records every backend call it
+    makes, forward and backward; later calls run only those calls. Arrays in give
+    arrays out, Tensors in give Tensors out (without history).
+
+    >>> import numpy as np, autodiff as ad
+    >>> from array_api_compat import array_namespace
+    >>> def loss(w):
+    ...     xp = array_namespace(w)
+    ...     return xp.sum(xp.sin(w) ** 2)
+    >>> g = ad.jit(ad.grad(loss))
+    >>> w = np.array([0.1, 0.2])
+    >>> bool(np.allclose(g(w), np.sin(2 * w)))  # d/dw sin(w)^2 = sin(2w)
+    True
+    >>> g.traces, bool(np.allclose(g(w + 1), np.sin(2 * (w + 1)))), g.traces  # replayed
+    (1, True, 1)
+    """
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    cache: dict = {}
+
+    @functools.wraps(f)
+    def jitted(*args, **kwargs):
+        if _active[0] is not None:  # inside another trace: recorded there
+            return f(*args, **kwargs)
+        n = len(args)
+        fixed = {i % n if n else i for i in nums}
+        dyn = [a for i, a in enumerate(args) if i not in fixed]
+        dkw = {k: v for k, v in kwargs.items() if k not in names}
+        static = (tuple((i, args[i]) for i in sorted(fixed) if i < n),
+                  tuple((k, kwargs[k]) for k in names if k in kwargs))  # fmt: skip
+        leaves, treedef = pytree.flatten((dyn, dkw))
+        try:
+            key = (treedef, static, mode.enabled, _signature(leaves))
+            hash(key)
+        except _Eager:
+            return f(*args, **kwargs)
+        except TypeError as exc:
+            if "unhashable" not in str(exc):
+                raise
+            raise TypeError(f"jit: a static argument of {f.__name__} is not hashable") from exc
+        prog = cache.get(key)
+        if prog is not None:
+            arrays = [x.data if isinstance(x, Tensor) else x for x in leaves]
+            arrays = [arrays[i] for i in prog.positions]
+            try:
+                return prog.run(arrays)
+            except _Stale:  # a data-dependent shape changed: trace again
+                pass
+
+        def rebuild(tree):
+            d, k = tree
+            it = iter(d)
+            full = [args[i] if i in fixed else next(it) for i in range(n)]
+            return f(*full, **{**k, **{k2: kwargs[k2] for k2 in names if k2 in kwargs}})
+
+        prog, result = _trace(f, leaves, treedef, rebuild)
+        prog.positions = [i for i, x in enumerate(leaves) if _is_array_leaf(x)]
+        cache[key] = prog
+        jitted.traces += 1
+        return result
+
+    jitted.traces = 0  # how many times f was traced (a new signature, a changed shape)
+    return jitted
+
+
+def _is_array_leaf(x):
+    return isinstance(x, Tensor) or (not isinstance(x, _SCALARS) and _backend_of(x) is not None)

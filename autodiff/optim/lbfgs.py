@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import checks
+from ..engine import tracing
 from ..engine.grad_mode import enable_grad
 from ..engine.namespace import recorder_of
 from ..engine.versions import bump
@@ -233,6 +234,7 @@ class LBFGS(Optimizer):
         """Up to ``max_iter`` L-BFGS iterations; ``closure`` zeroes the gradients,
         computes the loss, calls ``backward`` and returns the loss. Returns the loss
         of the first evaluation."""
+        tracing.refuse_state("LBFGS.step")
         checks.function("LBFGS.step", "closure", closure)
         B = self._backend()
 

@@ -22,6 +22,7 @@ import numbers
 
 from .. import checks
 from .. import lazy as lazy_buffers
+from ..engine import tracing
 from ..engine.grad_mode import enable_grad
 from ..engine.namespace import recorder_of
 from ..engine.tensor import Tensor
@@ -169,6 +170,7 @@ class Optimizer:
     # -- stepping --------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients: to None (default), or to zeros in place."""
+        tracing.refuse_state(f"{type(self).__name__}.zero_grad")
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
@@ -189,6 +191,7 @@ class Optimizer:
         ``closure`` (optional) re-evaluates the model and returns the loss; it is
         called with grad recording on and its value returned.
         """
+        tracing.refuse_state(f"{type(self).__name__}.step")
         loss = None
         if closure is not None:
             with enable_grad():

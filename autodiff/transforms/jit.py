@@ -49,13 +49,14 @@ import sys
 import types
 
 from .. import pytree
+from ..engine import tracing
 from ..engine.batching import Batched
 from ..engine.grad_mode import mode
 from ..engine.tensor import Tensor
 
 __all__ = ["jit", "HostReadError", "TraceArray"]
 
-_active: list = [None]  # the program being recorded, None outside a trace
+_active = tracing.active  # the program being recorded, None outside a trace
 # Functions of the standard whose output shape depends on the values (the standard's
 # "data-dependent output shape"): checked on replay.
 _DATA_DEPENDENT = frozenset(
@@ -102,14 +103,14 @@ def _user_line() -> str:
         path = frame.f_code.co_filename
         if not path.startswith(internal):
             code = linecache.getline(path, frame.f_lineno).strip()
-            return f"{path}:{frame.f_lineno}: {code}"
+            return f"{path}, line {frame.f_lineno} ({code!r})"
         frame = frame.f_back
     return "<unknown>"
 
 
 def _host_read(what):
     raise HostReadError(
-        f"jit: {what} of a traced value at {_user_line()}: the replay would reuse the "
+        f"jit: {what} of a traced value at {_user_line()}; the replay would reuse the "
         "value of the first call. Compute on arrays instead (xp.where for a branch), or "
         "pass the value as a static argument (static_argnums / static_argnames)"
     )
@@ -502,7 +503,7 @@ def _trace_backend(B):
     for sub in ("linalg", "fft"):
         if hasattr(B, sub):
             setattr(tb, sub, _traced_namespace(B, getattr(B, sub), types.SimpleNamespace()))
-    tb.__name__ = tb.key = f"autodiff.jit({B.key})"
+    tb.__name__ = tb.key = f"jit({B.key})"
     tb.xp = tb
     tb.__array_api_version__ = B.__array_api_version__
     tb.__array_namespace_info__ = B.__array_namespace_info__
@@ -590,11 +591,28 @@ def _trace(f, leaves, treedef, rebuild):
             traced.append(cls(x, prog.inputs[-1]))
         else:
             traced.append(x)
+    before = _host_random_state()
     _active[0] = prog
     try:
         out = rebuild(pytree.unflatten(treedef, traced))
+    except TypeError as exc:
+        if "two different namespaces" in str(exc) and "autodiff.jit(" in str(exc):
+            raise NotImplementedError(
+                f"jit: {exc}; f read a Tensor it does not take as an argument (module "
+                "parameters, optimizer state, or a namespace captured outside f): reading "
+                "state is not supported by jit yet; take the arrays as arguments and the "
+                "namespace from them (array_namespace(x))"
+            ) from exc
+        raise
     finally:
         _active[0] = None
+    if _host_random_state() != before:
+        raise NotImplementedError(
+            "jit: the function drew a seed on the host (nn.Dropout and the other modules "
+            "draw theirs from the generator of nn.init.manual_seed, checkpoint from its "
+            "own): a replay would reuse it, which jit does not support yet; use "
+            "nn.functional.dropout without a seed, whose mask is drawn afresh on replay"
+        )
     outs, prog.treedef = pytree.flatten(out)
     prog.outputs, result = [], []
     for o in outs:
@@ -612,6 +630,16 @@ def _trace(f, leaves, treedef, rebuild):
             result.append(o)
     prog.prune()
     return prog, pytree.unflatten(prog.treedef, result)
+
+
+def _host_random_state():
+    """The states of the host generators that draw seeds (nn.init's, checkpoint's): a
+    trace that changes one baked a seed into the program."""
+    from ..nn import init
+    from .checkpoint import _seeds
+
+    gen = init._generator
+    return (None if gen is None else gen.bit_generator.state, _seeds.getstate())
 
 
 def _rec_of(B):

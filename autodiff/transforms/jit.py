@@ -317,10 +317,6 @@ def _emit(B, fn, args, kwargs, effect=False, check=False):
                 "argument (state) is not supported yet"
             )
     out = fn(*raws, **rkw)
-    scalars = B.scalar_types
-    if scalars and isinstance(out, scalars):  # NumPy's 0-d results: arrays, as in eager
-        out = B.asarray(out)
-        fn = _then_asarray(fn, B.asarray)
     if prog is None:  # building the trace namespace: nothing to record
         return _wrap(out, B, None)[0]
     wrapped, outs = _wrap(out, B, prog)
@@ -336,14 +332,6 @@ def _emit(B, fn, args, kwargs, effect=False, check=False):
     return wrapped
 
 
-def _then_asarray(fn, asarray):
-    def call(*args, **kwargs):
-        return asarray(fn(*args, **kwargs))
-
-    call.__name__ = getattr(fn, "__name__", "call")
-    return call
-
-
 def _shapes(out):
     if isinstance(out, (tuple, list)):
         return tuple(getattr(o, "shape", None) for o in out)
@@ -356,6 +344,9 @@ def _wrap(out, B, prog):
     if B.is_array(out):
         slot = prog.new_slot() if prog is not None else -1
         return cls(out, slot), slot
+    if B.scalar_types and isinstance(out, B.scalar_types):  # NumPy's 0-d results
+        slot = prog.new_slot() if prog is not None else -1
+        return cls._scalar(out, slot), slot
     if isinstance(out, (tuple, list)):
         pairs = [_wrap(o, B, prog) for o in out]
         if all(s is None for _, s in pairs):
@@ -498,6 +489,9 @@ def _trace_backend(B):
 
     tb = TraceBackend.__new__(TraceBackend)
     cls = type("TraceArray", (TraceArray,), {"__slots__": (), "_B": B, "_tb": tb})
+    # NumPy's scalars (a 0-d ufunc result), traced as the engine sees them in eager: the
+    # engine turns them into arrays where it turns NumPy's (scalar_types)
+    cls._scalar = type("TraceScalar", (cls,), {"__slots__": ()})
     _traced[B.key] = (tb, cls, None)
     _traced_namespace(B, B, tb)
     for sub in ("linalg", "fft"):
@@ -508,7 +502,8 @@ def _trace_backend(B):
     tb.__array_api_version__ = B.__array_api_version__
     tb.__array_namespace_info__ = B.__array_namespace_info__
     tb.array_type = cls
-    tb.scalar_types = ()
+    tb.scalar_types = (cls._scalar,) if B.scalar_types else ()
+    tb.is_array = lambda x: isinstance(x, cls) and type(x) is not cls._scalar
     tb.host_checks = False  # a check would read a traced value back
     tb.lazy = B.lazy
     backends._cache[tb.key] = tb
@@ -610,7 +605,7 @@ def _trace(f, leaves, treedef, rebuild):
         raise NotImplementedError(
             "jit: the function drew a seed on the host (nn.Dropout and the other modules "
             "draw theirs from the generator of nn.init.manual_seed, checkpoint from its "
-            "own): a replay would reuse it, which jit does not support yet; use "
+            "own): a replay would reuse it, which is not supported by jit yet; use "
             "nn.functional.dropout without a seed, whose mask is drawn afresh on replay"
         )
     outs, prog.treedef = pytree.flatten(out)

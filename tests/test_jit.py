@@ -1,0 +1,193 @@
+"""``ad.jit``: values equal eager (the same kernels run), gradients equal hand-derived
+formulas, one trace per signature (a new shape, dtype, tree structure or static argument
+traces again), host reads raise naming the user's line, data-dependent shapes and random
+draws are never stale, and what writes state is refused."""
+
+import inspect
+
+import array_api_strict as xs
+import numpy as np
+import pytest
+from array_api_compat import array_namespace
+from autodiff.backends import generic
+
+import autodiff as ad
+import autodiff.nn as nn
+import autodiff.nn.functional as F
+from autodiff.transforms.jit import HostReadError
+
+xp = ad.Autodiff(np)
+rng = np.random.default_rng(0)
+
+
+def chain(x):
+    """A chain of element-wise ops and a reduction, on the namespace of ``x``."""
+    a = array_namespace(x)
+    for _ in range(5):
+        x = a.tanh(x * 1.01 + 0.1)
+    return a.sum(x**2)
+
+
+def sin2(x):
+    a = array_namespace(x)
+    return a.sum(a.sin(x) ** 2)  # d/dx = sin(2x)
+
+
+# -- values -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("lib", ["numpy", "array_api_strict"])
+def test_forward_grad_and_value_and_grad_equal_eager_bit_for_bit(lib):
+    asarray = np.asarray if lib == "numpy" else xs.asarray
+    for transform in (lambda f: f, ad.grad, ad.value_and_grad):
+        eager, jitted = transform(chain), ad.jit(transform(chain))
+        for _ in range(3):  # the trace, then two replays on new values
+            x = asarray(rng.standard_normal(6))
+            got, want = jitted(x), eager(x)
+            for g, w in zip(*(t if isinstance(t, tuple) else (t,) for t in (got, want))):
+                assert type(g) is type(w)
+                assert np.array_equal(np.asarray(g), np.asarray(w))
+        assert jitted.traces == 1
+
+
+def test_replayed_gradient_equals_the_hand_derived_one():
+    g = ad.jit(ad.grad(sin2))
+    for _ in range(3):
+        x = rng.standard_normal(5)
+        np.testing.assert_allclose(g(x), np.sin(2 * x), rtol=1e-13, atol=1e-15)
+    assert g.traces == 1
+
+
+def test_tensors_in_give_tensors_out():
+    jf = ad.jit(sin2)
+    for _ in range(2):
+        x = rng.standard_normal(4)
+        out = jf(xp.asarray(x))
+        assert type(out) is type(xp.asarray(x))
+        assert out.data == np.sum(np.sin(x) ** 2)
+    assert jf.traces == 1
+
+
+def test_jit_called_inside_grad_is_differentiated_as_its_eager_self():
+    jf = ad.jit(sin2)
+    x = rng.standard_normal(3)
+    np.testing.assert_allclose(ad.grad(lambda x: jf(x))(x), np.sin(2 * x), rtol=1e-13)
+    assert jf.traces == 0  # a Tensor that requires grad runs f eagerly
+
+
+# -- the signature ----------------------------------------------------------------------------
+def test_same_signature_replays_and_a_new_one_traces_again():
+    calls = []
+
+    def f(x, y):
+        calls.append(1)  # a Python side effect: at trace time only
+        return x * y["a"]
+
+    jf = ad.jit(f)
+    x = np.ones(3)
+    jf(x, {"a": 2 * x})
+    assert np.array_equal(jf(x + 1, {"a": 3 * x}), [6.0, 6.0, 6.0])
+    assert jf.traces == 1 and len(calls) == 1
+    jf(np.ones(4), {"a": np.ones(4)})  # a new shape
+    assert jf.traces == 2
+    out = jf(np.ones(4, dtype=np.float32), {"a": np.ones(4, dtype=np.float32)})  # dtype
+    assert jf.traces == 3 and out.dtype == np.float32
+    jf(x, {"a": x, "b": x})  # a new tree structure
+    assert jf.traces == 4
+    jf(x, {"a": x})  # one array passed twice: aliasing is part of the signature
+    assert jf.traces == 5
+    jf(x, {"a": x + 1})  # back to the first signature: cached
+    assert jf.traces == 5 and len(calls) == 5
+
+
+def test_static_arguments_are_part_of_the_signature():
+    def power(x, n, *, scale):
+        for _ in range(n):
+            x = x * scale
+        return x
+
+    jp = ad.jit(power, static_argnums=1, static_argnames="scale")
+    x = np.ones(2)
+    assert np.array_equal(jp(x, 2, scale=3.0), [9.0, 9.0])
+    assert np.array_equal(jp(x, 3, scale=3.0), [27.0, 27.0])
+    assert np.array_equal(jp(x + 1, 3, scale=3.0), [54.0, 54.0])
+    assert np.array_equal(jp(x, 3, scale=2.0), [8.0, 8.0])
+    assert jp.traces == 3
+    with pytest.raises(TypeError, match="static argument"):
+        jp(x, [1], scale=1.0)
+
+
+# -- never stale ------------------------------------------------------------------------------
+def test_a_host_read_raises_naming_the_users_line():
+    def branch(x):
+        a = array_namespace(x)
+        if a.sum(x) > 0:  # host read: the line the error names
+            return x
+        return -x
+
+    def scalar(x):
+        return x * float(array_namespace(x).max(x))  # host read
+
+    for f, word in ((branch, "bool()"), (scalar, "float()")):
+        line = next(i for i, s in enumerate(inspect.getsource(f).splitlines()) if "host read" in s)
+        line += f.__code__.co_firstlineno
+        with pytest.raises(HostReadError) as info:
+            ad.jit(f)(np.ones(3))
+        msg = str(info.value)
+        assert word in msg and f"{__file__}, line {line}" in msg, msg
+        with pytest.raises(TypeError):  # a TypeError, as jax's
+            ad.jit(ad.grad(lambda x: f(x).sum()))(np.ones(3))
+
+
+def test_a_data_dependent_shape_is_checked_on_replay():
+    def positive(x):
+        return array_namespace(x).sum(x[x > 0] ** 2)
+
+    jf, jg = ad.jit(positive), ad.jit(ad.grad(positive))
+    for x in ([1.0, -1.0, 2.0], [1.0, 1.0, 2.0], [-1.0, 3.0, -2.0]):
+        x = np.array(x)
+        assert jf(x) == np.sum(x[x > 0] ** 2)
+        assert np.array_equal(jg(x), np.where(x > 0, 2 * x, 0.0))
+    assert jf.traces == 3 and jg.traces == 3  # each new mask count traced again
+    assert jf(np.array([5.0, -1.0, -7.0])) == 25.0  # the last count again: replayed
+    assert jf.traces == 3
+
+
+def test_dropout_draws_a_fresh_mask_on_each_replay_as_eager_does():
+    def f(x):
+        return F.dropout(x, 0.5)
+
+    x = xp.ones(64)
+    generic._rng = np.random.default_rng(7)  # the generator bernoulli draws from
+    eager = [f(x).data for _ in range(3)]
+    generic._rng = np.random.default_rng(7)
+    jf = ad.jit(f)
+    jitted = [jf(x).data for _ in range(3)]
+    assert jf.traces == 1
+    for e, j in zip(eager, jitted):
+        assert np.array_equal(e, j)
+    assert not np.array_equal(jitted[1], jitted[2])  # a fresh mask: P(equal) = 2**-64
+    assert set(np.unique(jitted[2])) == {0.0, 2.0}
+
+
+# -- state: not supported yet, refused --------------------------------------------------------
+def test_what_reads_or_writes_state_is_refused():
+    nn.init.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = ad.optim.SGD(model.parameters(), lr=0.1)
+    x, y = xp.ones((4, 3)), xp.ones((4, 2))
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    def forward(x, y):
+        return F.mse_loss(model(x), y)
+
+    drop = nn.Dropout(0.5)
+    before = model.weight.data.copy()
+    for f in (step, forward, lambda x, y: drop(x)):
+        with pytest.raises(NotImplementedError, match="not supported"):
+            ad.jit(f)(x, y)
+    assert np.array_equal(model.weight.data, before)

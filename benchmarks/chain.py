@@ -1,8 +1,9 @@
 """Per-op overhead: 200 steps of ``x = tanh(x * 1.01 + 0.1)`` on a (16,) float64
 array, then ``sum``, forward and backward: 601 primitive ops.
 
-Compares autodiff on numpy with hand-written NumPy forward + backward (the
-floor: only the arithmetic) and with PyTorch eager on the CPU (if installed).
+Compares autodiff on numpy, eager and under ``ad.jit`` (the recorded backend calls
+replayed), with hand-written NumPy forward + backward (the floor: only the arithmetic)
+and with PyTorch eager on the CPU (if installed).
 The step builders take a dtype: ``complex_chain`` runs the same chain on complex128.
 """
 
@@ -18,6 +19,7 @@ from ._case import AUTODIFF, NUMPY, TORCH, per_op
 
 STEPS = 200
 OPS = 3 * STEPS + 1
+JIT = "autodiff jit (numpy)"
 
 
 def start(dtype="float64"):
@@ -38,6 +40,26 @@ def autodiff_step(dtype="float64"):
             x = xp.tanh(x * 1.01 + 0.1)
         xp.sum(real(x) if real else x).backward()
         return x0.grad.data
+
+    return run
+
+
+def jit_step(dtype="float64"):
+    """The chain's gradient under ``ad.jit``: traced on the first call, replayed after."""
+    from array_api_compat import array_namespace
+
+    def loss(x):
+        a = array_namespace(x)
+        for _ in range(STEPS):
+            x = a.tanh(x * 1.01 + 0.1)
+        return a.sum(a.real(x) if dtype.startswith("complex") else x)
+
+    g = ad.jit(ad.grad(loss))
+    x0 = start(dtype)
+    g(x0)  # the trace
+
+    def run():
+        return g(x0)
 
     return run
 
@@ -78,7 +100,7 @@ def torch_step(dtype="float64"):
 
 
 def main(repeats: int = 50) -> str:
-    factories = {AUTODIFF: autodiff_step, NUMPY: numpy_step, TORCH: torch_step}
+    factories = {AUTODIFF: autodiff_step, JIT: jit_step, NUMPY: numpy_step, TORCH: torch_step}
     title = (f"chain: {STEPS} x tanh(x*1.01 + 0.1) on (16,) float64, then sum; "
              f"forward + backward, {OPS} ops")  # fmt: skip
     times, out = per_op(title, factories, repeats, OPS)

@@ -284,14 +284,6 @@ def _unwrap(x):
     return x, None
 
 
-def _fill(spec, env):
-    if type(spec) is _Slot:
-        return env[spec.i]
-    if type(spec) in (tuple, list):
-        return type(spec)(_fill(s, env) for s in spec)
-    return spec
-
-
 def _emit(B, fn, args, kwargs, effect=False, check=False):
     """Call ``fn`` on the raw values of ``args``; record the call; its outputs as trace
     arrays of the backend ``B``."""
@@ -392,47 +384,72 @@ class _Program:
             kept.append(ins)
         self.code = [tuple(i) for i in reversed(kept)]
 
-    def run(self, arrays):
-        env = [None] * self.n
-        for s, a in zip(self.inputs, arrays):
-            env[s] = a
+    def compile(self):
+        """The program as one Python function of the input arrays, returning the output
+        slots' arrays: each call a line of straight-line code, no interpreter loop."""
+        consts = {"_shapes": _shapes, "_Stale": _Stale}
+
+        def const(v):
+            name = f"c{len(consts)}"
+            consts[name] = v
+            return name
+
+        def spec(x):
+            if type(x) is _Slot:
+                return f"s{x.i}"
+            if type(x) in (tuple, list):
+                inner = ", ".join(spec(v) for v in x)
+                return f"({inner},)" if type(x) is tuple else f"[{inner}]"
+            return const(x)
+
+        lines = ["def replay(inputs):"]
+        if self.inputs:
+            lines.append(f"    {''.join(f's{i}, ' for i in self.inputs)}= inputs")
         for fn, args, tops, nested, kwargs, kslots, outs, _, shapes in self.code:
-            if tops or nested:
-                a = list(args)
-                for p, s in tops:
-                    a[p] = env[s]
-                for p, spec in nested:
-                    a[p] = _fill(spec, env)
-            else:
-                a = args
-            if kslots:
-                kwargs = dict(kwargs)
-                for k, spec in kslots:
-                    kwargs[k] = _fill(spec, env)
-            r = fn(*a, **kwargs)
-            if shapes is not None and _shapes(r) != shapes:
-                raise _Stale
-            if type(outs) is int:
-                env[outs] = r
-            elif outs is not None:
-                _store(outs, r, env)
+            parts = [const(a) for a in args]
+            for p, i in tops:
+                parts[p] = f"s{i}"
+            for p, x in nested:
+                parts[p] = spec(x)
+            dynamic = dict(kslots)
+            static = {k: v for k, v in kwargs.items() if k not in dynamic}
+            parts += [f"{k}={spec(x)}" for k, x in kslots]
+            if static:
+                parts.append(f"**{const(static)}")
+            call = f"{const(fn)}({', '.join(parts)})"
+            if type(outs) is int and shapes is None:
+                lines.append(f"    s{outs} = {call}")
+                continue
+            lines.append(f"    r = {call}")
+            if shapes is not None:
+                lines.append(f"    if _shapes(r) != {const(shapes)}: raise _Stale")
+            lines += [f"    {target} = r{index}" for target, index in _targets(outs, "")]
+        kept = [slot for kind, slot, _ in self.outputs if kind != "const"]
+        lines.append(f"    return ({''.join(f's{i}, ' for i in kept)})")
+        code = compile("\n".join(lines), "<jit replay>", "exec")
+        exec(code, consts)
+        self.replay = consts["replay"]
+
+    def run(self, arrays):
+        got = iter(self.replay(arrays))
         out = []
         for kind, slot, rec in self.outputs:
             if kind == "raw":
-                out.append(env[slot])
+                out.append(next(got))
             elif kind == "tensor":
-                out.append(rec.wrap(env[slot]))
+                out.append(rec.wrap(next(got)))
             else:
                 out.append(slot)
         return pytree.unflatten(self.treedef, out)
 
 
-def _store(spec, r, env):
-    if type(spec) is int:
-        env[spec] = r
-    elif spec is not None:
-        for s, v in zip(spec, r):
-            _store(s, v, env)
+def _targets(outs, index):
+    """(slot name, index expression) of each array of a call's output spec."""
+    if type(outs) is int:
+        return [(f"s{outs}", index)]
+    if outs is None:
+        return []
+    return [t for j, o in enumerate(outs) for t in _targets(o, f"{index}[{j}]")]
 
 
 def _slots_of(spec):
@@ -624,6 +641,7 @@ def _trace(f, leaves, treedef, rebuild):
             prog.outputs.append(("const", o, None))
             result.append(o)
     prog.prune()
+    prog.compile()
     return prog, pytree.unflatten(prog.treedef, result)
 
 

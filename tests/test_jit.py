@@ -73,6 +73,29 @@ def test_jit_called_inside_grad_is_differentiated_as_its_eager_self():
     assert jf.traces == 0  # a Tensor that requires grad runs f eagerly
 
 
+def test_a_namespace_captured_outside_the_function_is_traced():
+    def f(x):  # xp made outside f, as in eager code; its creation functions recorded
+        y = xp.tanh(x * 1.01 + 0.1) + xp.ones(3)
+        z = xp.zeros(3)
+        z[0] = y[1]
+        return xp.sum(y**2) + xp.sum(z)
+
+    for transform in (lambda f: f, ad.grad, ad.value_and_grad):
+        eager, jitted = transform(f), ad.jit(transform(f))
+        for _ in range(2):
+            x = rng.standard_normal(3)
+            got, want = jitted(x), eager(x)
+            for g, w in zip(*(t if isinstance(t, tuple) else (t,) for t in (got, want))):
+                assert type(g) is type(w)
+                assert np.array_equal(getattr(g, "data", g), getattr(w, "data", w))
+        assert jitted.traces == 1
+
+
+def test_numpy_functions_on_a_traced_array_raise_naming_the_line():
+    with pytest.raises(TypeError, match=f"numpy.sin called on a traced array at {__file__}"):
+        ad.jit(lambda x: np.sin(x))(np.ones(2))
+
+
 # -- the signature ----------------------------------------------------------------------------
 def test_same_signature_replays_and_a_new_one_traces_again():
     calls = []
@@ -186,8 +209,11 @@ def test_what_reads_or_writes_state_is_refused():
         return F.mse_loss(model(x), y)
 
     drop = nn.Dropout(0.5)
+    w = xp.ones(3)
     before = model.weight.data.copy()
-    for f in (step, forward, lambda x, y: drop(x)):
+    for f in (step, forward, lambda x, y: drop(x), lambda x, y: x * w):
         with pytest.raises(NotImplementedError, match="not supported"):
             ad.jit(f)(x, y)
+        with pytest.raises(NotImplementedError, match="not supported"):
+            ad.jit(f)(x.data, y.data)  # raw arrays in
     assert np.array_equal(model.weight.data, before)

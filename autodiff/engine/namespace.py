@@ -31,7 +31,7 @@ import numbers
 import types
 
 from .. import backends, checks
-from . import inplace, standard
+from . import inplace, standard, tracing
 from .anomaly import anomaly, check_forward
 from .batching import Batched, holds
 from .batching import apply as _batched_call
@@ -480,6 +480,14 @@ class Recorder:
             f"{ns}.asarray(a) copies its values into {ns}"
         )
 
+    def mixed(self, op, args, kwargs, other):
+        """A call of ``op`` that met ``other``, a Tensor of another namespace: inside
+        ``jit``, the trace namespace's (tracing.redirect); else the TypeError."""
+        out = tracing.redirect(op, args, kwargs, self)
+        if out is None:
+            raise self._mix_error(op.name, other)
+        return out
+
     def _mix_error(self, name, a):
         return TypeError(
             f"{name}: tensors of two different namespaces in one call "
@@ -579,19 +587,23 @@ def _binary(rec, op, raw):
                 b = x2.data
                 r = (x1._rg and rule1 is not None) + 2 * (x2._rg and rule2 is not None)
             elif isinstance(x2, Tensor):
-                raise rec._mix_error(name, x2)
+                return rec.mixed(op, (x1, x2), _NO_KWARGS, x2)
             else:
                 if vmapping[0] and type(x2) is Batched:
                     return batched_call(op, binary, (x1, x2), _NO_KWARGS)
+                if tracing.active[0] is not None and type(x2) in tracing.arrays:
+                    return rec.mixed(op, (x1, x2), _NO_KWARGS, x1)
                 if type(x2) not in _PYTHON_SCALARS and foreign(x2):
                     raise rec.foreign_error(name, x2)
                 b = x2
                 r = x1._rg and rule1 is not None
         elif type(x2) is cls:
             if isinstance(x1, Tensor):
-                raise rec._mix_error(name, x1)
+                return rec.mixed(op, (x1, x2), _NO_KWARGS, x1)
             if vmapping[0] and type(x1) is Batched:
                 return batched_call(op, binary, (x1, x2), _NO_KWARGS)
+            if tracing.active[0] is not None and type(x1) in tracing.arrays:
+                return rec.mixed(op, (x1, x2), _NO_KWARGS, x2)
             if type(x1) not in _PYTHON_SCALARS and foreign(x1):
                 raise rec.foreign_error(name, x1)
             a = x1
@@ -600,6 +612,10 @@ def _binary(rec, op, raw):
         else:
             if vmapping[0] and (type(x1) is Batched or type(x2) is Batched):
                 return batched_call(op, binary, (x1, x2), _NO_KWARGS)
+            if tracing.active[0] is not None:  # inside jit: traced arrays go to the trace
+                out = tracing.redirect(op, (x1, x2), _NO_KWARGS, rec)
+                if out is not None:
+                    return out
             rec.check_native(name, (x1, x2))
             return rec.wrap_out(raw(x1, x2))
         try:
@@ -677,6 +693,10 @@ def _creation(rec, op, raw):
     def creation(*args, requires_grad=False, **kwargs):
         if vmapping[0] and holds(args, kwargs):  # inside vmap: zeros_like of a batch
             return _batched_call(op, creation, args, dict(kwargs, requires_grad=requires_grad))
+        if tracing.active[0] is not None:  # inside jit: made by (recorded in) the trace
+            traced = tracing.creation(rec, name)
+            if traced is not None:
+                return traced(*args, requires_grad=requires_grad, **kwargs)
         args = [rec.raw(a, name) for a in args]
         try:
             out = raw(*args, **kwargs)
@@ -709,12 +729,16 @@ def _generic(rec, op, raw):
     def generic(*args, **kwargs):
         if vmapping[0] and holds(args, kwargs):  # inside vmap: the op's batching rule
             return _batched_call(op, generic, args, kwargs)
+        if tracing.active[0] is not None:  # inside jit: traced arrays go to the trace
+            out = tracing.redirect(op, args, kwargs, rec)
+            if out is not None:
+                return out
         raws = list(args)
         rg = False
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 if type(a) is not cls:
-                    raise rec._mix_error(name, a)
+                    return rec.mixed(op, args, kwargs, a)
                 raws[i] = d = a.data
                 rg = rg or a._rg
                 if refuse_complex and is_complex(d.dtype):

@@ -200,12 +200,20 @@ class TraceArray:
     def __dlpack__(self, *args, **kwargs):
         _host_read("a DLPack export")
 
+    # NumPy's own functions on a traced array: refused, as they would bake the arrays of
+    # Tensors made outside the function (state) into the program unseen
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        effect = "out" in kwargs or method == "at"
-        return _emit(self._B, getattr(ufunc, method), inputs, kwargs, effect=effect)
+        _outside(f"numpy.{ufunc.__name__}")
 
     def __array_function__(self, func, types_, args, kwargs):
-        return _emit(self._B, func, args, kwargs, effect="out" in kwargs)
+        _outside(f"numpy.{func.__name__}")
+
+
+def _outside(name):
+    raise TypeError(
+        f"jit: {name} called on a traced array at {_user_line()}; call the functions of "
+        "the arguments' namespace (array_namespace(x)) or of autodiff.Autodiff(np)"
+    )
 
 
 class _MethodCall:
@@ -525,7 +533,10 @@ def _trace_backend(B):
     tb.lazy = B.lazy
     backends._cache[tb.key] = tb
     rec = namespace._recorder(tb)
+    tb.traced = True
     _traced[B.key] = (tb, cls, rec)
+    tracing.recorders[B.key] = rec
+    tracing.arrays[cls] = tracing.arrays[cls._scalar] = rec
     return _traced[B.key]
 
 
@@ -637,7 +648,11 @@ def _trace(f, leaves, treedef, rebuild):
             result.append(o.value)
         else:
             if isinstance(o, (Tensor, TraceArray)):
-                raise NotImplementedError("jit: f returned a Tensor of an unsupported kind")
+                raise NotImplementedError(
+                    "jit: the function combined a traced array with a Tensor made outside it "
+                    "(state: a module parameter or buffer, optimizer state), which is not "
+                    "supported by jit yet; pass that Tensor as an argument"
+                )
             prog.outputs.append(("const", o, None))
             result.append(o)
     prog.prune()

@@ -424,7 +424,8 @@ class _Program:
             parts += [f"{k}={spec(x)}" for k, x in kslots]
             if static:
                 parts.append(f"**{const(static)}")
-            call = f"{const(fn)}({', '.join(parts)})"
+            infix = _INFIX.get(fn) if len(parts) == 2 and not kwargs else None
+            call = f"{parts[0]} {infix} {parts[1]}" if infix else f"{const(fn)}({', '.join(parts)})"
             if type(outs) is int and shapes is None:
                 lines.append(f"    s{outs} = {call}")
                 continue
@@ -449,6 +450,17 @@ class _Program:
             else:
                 out.append(slot)
         return pytree.unflatten(self.treedef, out)
+
+
+# Python's binary operators, written as such in the compiled replay (no call of the
+# operator module's function: the same method runs, one call less)
+_INFIX = {
+    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+    operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
+    operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lshift: "<<",
+    operator.rshift: ">>", operator.lt: "<", operator.le: "<=", operator.gt: ">",
+    operator.ge: ">=", operator.eq: "==", operator.ne: "!=",
+}  # fmt: skip
 
 
 def _targets(outs, index):

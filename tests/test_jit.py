@@ -66,6 +66,26 @@ def test_tensors_in_give_tensors_out():
     assert jf.traces == 1
 
 
+def test_transforms_compose_under_jit():
+    X0 = rng.standard_normal((4, 3))
+    per_example = ad.jit(ad.vmap(ad.grad(sin2)))
+    hess = ad.jit(ad.hessian(sin2))  # forward over reverse: d2/dx2 sin(x)^2 = 2 cos(2x)
+    for X in (X0, X0 + 1):
+        np.testing.assert_allclose(per_example(X), np.sin(2 * X), rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(hess(X[0]), np.diag(2 * np.cos(2 * X[0])), atol=1e-14)
+    assert per_example.traces == 1 and hess.traces == 1
+
+
+def test_torch_tensors_in_give_torch_tensors_out():
+    torch = pytest.importorskip("torch")
+    g, eager = ad.jit(ad.grad(chain)), ad.grad(chain)
+    for _ in range(2):
+        x = torch.asarray(rng.standard_normal(5))
+        got = g(x)
+        assert type(got) is torch.Tensor and torch.equal(got, eager(x))
+    assert g.traces == 1
+
+
 def test_jit_called_inside_grad_is_differentiated_as_its_eager_self():
     jf = ad.jit(sin2)
     x = rng.standard_normal(3)

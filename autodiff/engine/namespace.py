@@ -592,7 +592,9 @@ def _binary(rec, op, raw):
                 if vmapping[0] and type(x2) is Batched:
                     return batched_call(op, binary, (x1, x2), _NO_KWARGS)
                 if tracing.active[0] is not None and type(x2) in tracing.arrays:
-                    return rec.mixed(op, (x1, x2), _NO_KWARGS, x1)
+                    out = tracing.redirect(op, (x1, x2), _NO_KWARGS, rec)  # jit's array
+                    if out is not None:
+                        return out
                 if type(x2) not in _PYTHON_SCALARS and foreign(x2):
                     raise rec.foreign_error(name, x2)
                 b = x2
@@ -603,7 +605,9 @@ def _binary(rec, op, raw):
             if vmapping[0] and type(x1) is Batched:
                 return batched_call(op, binary, (x1, x2), _NO_KWARGS)
             if tracing.active[0] is not None and type(x1) in tracing.arrays:
-                return rec.mixed(op, (x1, x2), _NO_KWARGS, x2)
+                out = tracing.redirect(op, (x1, x2), _NO_KWARGS, rec)  # jit's array
+                if out is not None:
+                    return out
             if type(x1) not in _PYTHON_SCALARS and foreign(x1):
                 raise rec.foreign_error(name, x1)
             a = x1

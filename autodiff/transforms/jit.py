@@ -553,6 +553,8 @@ def _trace_backend(B):
 
 
 # -- jit ----------------------------------------------------------------------------------
+# Python values, static by value (np.float64, a float, among them: eager's transforms take
+# it as a Python number, and give Python numbers back)
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 
 
@@ -621,7 +623,10 @@ def _trace(f, leaves, treedef, rebuild):
             prog.inputs.append(prog.new_slot())
             traced.append(rec.wrap(cls(x.data, prog.inputs[-1])))
         elif not isinstance(x, _SCALARS) and _backend_of(x) is not None:
-            _, cls, _ = _trace_backend(_backend_of(x))
+            B = _backend_of(x)
+            _, cls, _ = _trace_backend(B)
+            if B.scalar_types and isinstance(x, B.scalar_types):  # np.float64(1.0)
+                cls = cls._scalar
             prog.inputs.append(prog.new_slot())
             traced.append(cls(x, prog.inputs[-1]))
         else:

@@ -9,33 +9,37 @@ Design (the recording runs through the engine unchanged):
   arguments, calls the real function, wraps the result and appends one instruction to
   the program. The engine, the rules and the optimizers reach the backend only through
   that namespace (``B``/``xp``) and through Python operators on raw arrays: the trace
-  array's operators, indexing, ``__setitem__``, in-place operators, attributes and
-  NumPy's ``__array_ufunc__``/``__array_function__`` record the same way. So forward,
-  backward (``Pass.run`` calls the rules with ``xp = B``) and any transform inside ``f``
-  become one straight-line program of real backend calls; no Tensor, Node or rule runs
-  on replay.
-- **Slots.** Every array is a slot of an environment list: the inputs (the array leaves
-  of the arguments, a Tensor's ``data``) first, then each call's outputs. An
-  instruction is (function, arguments with slots in place of arrays, output slots).
-  Arrays that are not traced (a NumPy constant the function closes over) are kept by
+  array's operators, indexing, ``__setitem__``, in-place operators and other attributes
+  record the same way. So forward, backward (``Pass.run`` calls the rules with
+  ``xp = B``) and any transform inside ``f`` become one straight-line program of real
+  backend calls; no Tensor, Node or rule runs on replay. A namespace made outside ``f``
+  (``xp = Autodiff(np)``) sends its calls on traced values to the trace namespace, and
+  its creation functions are recorded (``engine/tracing.py``).
+- **Slots.** Every array is a slot: the inputs (the array leaves of the arguments, a
+  Tensor's ``data``) first, then each call's outputs. An instruction is (function,
+  arguments with slots in place of arrays, output slots). Calls whose outputs nothing
+  reads are dropped; the rest is compiled to one Python function, a line per call.
+  Arrays that are not traced (a NumPy constant ``f`` closes over) are kept by
   reference, so the replay reads their current values.
-- **Writes.** In-place calls (``x[k] = v``, ``x += y``, the ``*_`` kernels, ``out=``)
-  run on the replay's own buffers; they are effects, never dropped. A write into an
-  array ``f`` does not take as an argument (state) is refused (NotImplementedError).
+- **Writes.** In-place calls (``x[k] = v``, ``x += y``, the ``*_`` kernels) run on the
+  replay's own buffers; they are effects, never dropped. A write into an array ``f``
+  does not take as an argument (state) is refused (NotImplementedError).
 - **Signature** (the cache key): the tree structure of the non-static arguments, for
   each array leaf its type, shape, dtype, device and which leaves are the same object,
-  for each other leaf (Python numbers, strings, None) its value, the static arguments'
-  values, and whether grad mode is on. A new signature traces again.
+  for each other leaf (Python numbers, np.float64, strings, None) its value, the static
+  arguments' values, and whether grad mode is on. A new signature traces again.
 - **Never stale.** A host read of a traced value (``float``, ``int``, ``bool``,
   ``.item()``, ``np.asarray``) raises :class:`HostReadError` naming the user's line,
-  as ``jax.jit`` does. The calls whose output shape depends on the data (boolean
-  indexing, ``nonzero``, ``unique_*``, ``repeat``) check it on replay and trace again
-  when it differs. Random draws (dropout's ``bernoulli``) are calls like any other and
-  are drawn afresh on each replay, from the same generator as eager.
-- **State** (module parameters, optimizer state: Tensors ``f`` reads but does not take)
-  is not supported yet: a Tensor of the eager namespace met inside ``f`` raises
-  NotImplementedError. Tensors that require grad among the arguments (``jit(f)`` called
-  inside ``grad``) and ``vmap``'s batches run ``f`` eagerly.
+  as ``jax.jit`` does; NumPy's own functions on a traced array raise a TypeError naming
+  it. The calls whose output shape depends on the data (boolean indexing,
+  ``nonzero``, ``unique_*``, ``repeat``) check it on replay and trace again when it
+  differs. Random draws (dropout's ``bernoulli``) are calls like any other, drawn
+  afresh on each replay from the same generator as eager; a seed drawn on the host
+  during the trace (``nn.Dropout``) is refused (NotImplementedError).
+- **State** (module parameters and buffers, optimizer state: Tensors ``f`` reads but
+  does not take; ``Optimizer.step``/``zero_grad``) is not supported yet: it raises
+  NotImplementedError. Tensors that require grad among the arguments (``jit(f)``
+  called inside ``grad``) and ``vmap``'s batches run ``f`` eagerly.
 
 Python side effects of ``f`` (print, appending to a list) happen when tracing only.
 """

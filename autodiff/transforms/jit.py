@@ -21,7 +21,7 @@ Design (the recording runs through the engine unchanged):
   reads are dropped; the rest is compiled to one Python function, a line per call.
   Arrays that are not traced (a NumPy constant ``f`` closes over) are kept by
   reference, so the replay reads their current values.
-- **Writes.** In-place calls (``x[k] = v``, ``x += y``, the ``*_`` kernels) run on the
+- **Writes.** In-place calls (``x[k] = v``, ``x += y``, the ``*_`` kernels, ``out=``) run on the
   replay's own buffers; they are effects, never dropped. A write into an array ``f``
   does not take as an argument (state) is refused (NotImplementedError).
 - **Signature** (the cache key): the tree structure of the non-static arguments, for
@@ -491,8 +491,8 @@ _traced: dict = {}  # eager backend key -> (trace backend, its TraceArray class,
 
 
 def _traced_function(B, fn, effect):
-    def traced(*args, **kwargs):
-        return _emit(B, fn, args, kwargs, effect=effect)
+    def traced(*args, **kwargs):  # a call writing into out= is an effect too
+        return _emit(B, fn, args, kwargs, effect=effect or "out" in kwargs)
 
     traced.__name__ = getattr(fn, "__name__", "traced")
     traced.__doc__ = getattr(fn, "__doc__", None)

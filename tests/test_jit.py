@@ -142,6 +142,14 @@ def test_same_signature_replays_and_a_new_one_traces_again():
     assert jf.traces == 5 and len(calls) == 5
 
 
+def test_an_array_the_function_closes_over_is_read_on_each_replay():
+    scale = np.array([1.0, 2.0])
+    jf = ad.jit(lambda x: x * scale)
+    assert np.array_equal(jf(np.ones(2)), [1.0, 2.0])
+    scale[...] = 3.0  # written in place: the replay sees it, as eager does
+    assert np.array_equal(jf(np.ones(2)), [3.0, 3.0]) and jf.traces == 1
+
+
 def test_static_arguments_are_part_of_the_signature():
     def power(x, n, *, scale):
         for _ in range(n):

@@ -225,7 +225,7 @@ def test_what_reads_or_writes_state_is_refused():
     nn.init.manual_seed(0)
     model = nn.Linear(3, 2)
     opt = ad.optim.SGD(model.parameters(), lr=0.1)
-    x, y = xp.ones((4, 3)), xp.ones((4, 2))
+    x, y = xp.ones((4, 3), dtype=xp.float32), xp.ones((4, 2), dtype=xp.float32)
 
     def step(x, y):
         opt.zero_grad()
@@ -238,7 +238,7 @@ def test_what_reads_or_writes_state_is_refused():
         return F.mse_loss(model(x), y)
 
     drop = nn.Dropout(0.5)
-    w = xp.ones(3)
+    w = xp.ones(3, dtype=xp.float32)
     before = model.weight.data.copy()
     for f in (step, forward, lambda x, y: drop(x), lambda x, y: x * w):
         with pytest.raises(NotImplementedError, match="not supported"):

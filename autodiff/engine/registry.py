@@ -139,6 +139,10 @@ class Op:
     same: str | None = None
     """A binary op called with one tensor twice is recorded as this unary op
     (``x * x`` as ``square``: one rule pass instead of two and a sum)."""
+    data_dependent: bool = False
+    """The output's shape depends on the input's values (the standard's "data-dependent
+    output shape": ``nonzero``, ``unique_*``, ``repeat`` of array repeats): ``jit``
+    checks it on each replay."""
     style: str = "generic"
     """The wrapper that records it: "unary"/"binary" (element-wise, no argument
     loop: they dominate small-array code), "creation" (``requires_grad=``), "generic"."""

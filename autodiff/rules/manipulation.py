@@ -216,5 +216,6 @@ defop(
 )
 defop("unstack", vjp=_unstack, view=True, batch=axis(default=0), **_LINEAR)
 defop("tile", _tile, batch=_tile_batch, **_LINEAR)
-defop("repeat", _repeat, chapter="manipulation", saves=(1,), linear=True, batch=_repeat_batch)
+defop("repeat", _repeat, chapter="manipulation", saves=(1,), linear=True, batch=_repeat_batch,
+      data_dependent=True)  # fmt: skip
 nondiff("manipulation", "broadcast_shapes")

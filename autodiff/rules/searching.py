@@ -42,5 +42,5 @@ defop("where", None, _where_true, _where_false, chapter="searching", saves=(0,),
       diagonal=True)  # fmt: skip
 nondiff("searching", "argmax", "argmin", batch=axis(none=FLAT))
 nondiff("searching", "count_nonzero", batch=axis())
-nondiff("searching", "nonzero")  # its shape depends on the values: the loop
+nondiff("searching", "nonzero", data_dependent=True)  # batched by the loop
 nondiff("searching", "searchsorted", batch=_searchsorted_batch)

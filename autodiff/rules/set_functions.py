@@ -15,6 +15,8 @@ def _values(xp, gv, x):
     return xp.reshape(share, x.shape)
 
 
-defop("unique_values", lambda xp, g, ans, x: _values(xp, g, x), chapter="set")
+defop("unique_values", lambda xp, g, ans, x: _values(xp, g, x), chapter="set",
+      data_dependent=True)  # fmt: skip
 for _name in ("unique_all", "unique_counts", "unique_inverse"):  # the values come first
-    defop(_name, lambda xp, g, ans, x: _values(xp, g[0], x), chapter="set")
+    defop(_name, lambda xp, g, ans, x: _values(xp, g[0], x), chapter="set",
+          data_dependent=True)  # fmt: skip

@@ -53,7 +53,7 @@ import sys
 import types
 
 from .. import pytree
-from ..engine import tracing
+from ..engine import registry, tracing
 from ..engine.batching import Batched
 from ..engine.grad_mode import mode
 from ..engine.tensor import Tensor
@@ -61,11 +61,15 @@ from ..engine.tensor import Tensor
 __all__ = ["jit", "HostReadError", "TraceArray"]
 
 _active = tracing.active  # the program being recorded, None outside a trace
-# Functions of the standard whose output shape depends on the values (the standard's
-# "data-dependent output shape"): checked on replay.
-_DATA_DEPENDENT = frozenset(
-    {"nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values", "repeat"}
-)
+
+
+def _data_dependent(fn) -> bool:
+    """Whether the output shape of the backend function ``fn`` depends on the values
+    (checked on replay): as its registered op says (``Op.data_dependent``)."""
+    try:
+        return registry.get(getattr(fn, "__name__", "")).data_dependent
+    except KeyError:
+        return False
 
 
 class HostReadError(TypeError):
@@ -327,7 +331,7 @@ def _emit(B, fn, args, kwargs, effect=False, check=False):
     if outs is None and not effect:
         return out  # no array out (finfo, result_type...): depends on dtypes only
     shapes = None
-    if check or getattr(fn, "__name__", None) in _DATA_DEPENDENT:
+    if check or _data_dependent(fn):
         shapes = _shapes(out)
     dynamic = {p for p, _ in tops} | {p for p, _ in nested}
     args_t = tuple(None if p in dynamic else r for p, r in enumerate(raws))

@@ -136,25 +136,57 @@ def run(backend="numpy", ops=None, order=2, seed=0, dtype="float64", mode="auto"
                 yield rec
 
 
-def _one_op(name, settings):
-    """The records of one op (a worker's task): ``run``'s on it alone."""
+def _one_op(name, fingerprint, settings):
+    """The records of one op (a worker's task): ``run``'s on it alone; None when this
+    process's op or spec differs from the caller's (registered or changed at run time)."""
+    from .specs import SPECS
+
+    if name not in SPECS or _fingerprint(name) != fingerprint:
+        return None
     backend, order, seed, dtype, mode, rules = settings
     return list(run(backend, [name], order, seed, dtype, mode, None, rules, 1, False))
 
 
+def _fingerprint(name):
+    """Where the op's functions (forward, rules) and its spec's samples come from: equal
+    in a fresh process unless this one registered or changed them at run time."""
+    import dataclasses
+
+    from .specs import SPECS
+
+    def where(fn):
+        code = getattr(fn, "__code__", None)
+        return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", repr(fn)),
+                code and code.co_firstlineno)  # fmt: skip
+
+    parts = []
+    op = registry.ops().get(name)
+    for f in dataclasses.fields(op) if op is not None else ():
+        value = getattr(op, f.name)
+        for v in value if isinstance(value, tuple) else (value,):
+            if callable(v):
+                parts.append((f.name, where(v)))
+    spec = SPECS.get(name)
+    return tuple(parts), spec and (where(spec.make), spec.order2, spec.atol, spec.rtol)
+
+
 def _in_processes(jobs, names, progress, settings):
     """``run``'s records of ``names``, checked in ``jobs`` fresh processes (spawned: a
-    fork would copy the threads of the libraries loaded here), op by op, in order."""
+    fork would copy the threads of the libraries loaded here), op by op, in order; an op
+    this process registered or changed at run time is checked here."""
     import concurrent.futures
-    import functools
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
+    prints = [_fingerprint(n) for n in names]
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-        done = pool.map(functools.partial(_one_op, settings=settings), names)
+        done = pool.map(_one_op, names, prints, [settings] * len(names))
         for n, (name, records) in enumerate(zip(names, done)):
             if progress:
                 progress(n, len(names), name)
+            if records is None:
+                backend, order, seed, dtype, mode, rules = settings
+                records = run(backend, [name], order, seed, dtype, mode, None, rules, 1, False)
             yield from records
 
 

@@ -231,3 +231,15 @@ def test_the_whole_registry_passes_on_torch(dtype):
     # what torch can't run is the backend's own gap, named
     assert all("lacks it" in r["detail"] or "real inputs only" in r["detail"]
                for r in records if r["status"] == "unsupported")  # fmt: skip
+
+
+def test_cli_jobs_give_the_records_of_one_process(tmp_path):
+    """--jobs N checks the ops in N processes: the same records, in the same order."""
+    from gradcheck import cli
+
+    paths = [tmp_path / "one.json", tmp_path / "two.json"]
+    ops = ["--op", "exp", "--op", "matmul", "--op", "nn.relu", "--op", "linalg.det"]
+    for jobs, path in zip(("1", "2"), paths):
+        assert cli.main([*ops, "--jobs", jobs, "-q", "--json", str(path)]) == 0
+    one, two = (json.loads(p.read_text()) for p in paths)
+    assert len(one) > 20 and one == two

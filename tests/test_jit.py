@@ -221,11 +221,98 @@ def test_dropout_draws_a_fresh_mask_on_each_replay_as_eager_does():
 
 
 # -- state: not supported yet, refused --------------------------------------------------------
-def test_what_reads_or_writes_state_is_refused():
+F32 = np.float32
+
+
+def _mlp():
     nn.init.manual_seed(0)
-    model = nn.Linear(3, 2)
+    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+
+
+def _x(n=5):
+    return xp.asarray(rng.standard_normal((n, 3)).astype(F32))
+
+
+def _snapshot(model):
+    """Each parameter's and buffer's value and gradient, as NumPy copies."""
+    out = {}
+    for k, v in model.state_dict().items():
+        out[k] = np.array(v.data, copy=True)
+    for k, p in model.named_parameters():
+        out[k + ".grad"] = None if p.grad is None else np.array(p.grad.data, copy=True)
+    return out
+
+
+def _unchanged(a, b):
+    return a.keys() == b.keys() and all(
+        (a[k] is None and b[k] is None) or np.array_equal(a[k], b[k]) for k in a
+    )
+
+
+def test_module_parameters_are_read_on_each_replay():
+    """State f reads (parameters it does not take) is an input of the program: an update
+    made outside is seen by the next replay; a replaced parameter traces again."""
+    model, x = _mlp(), _x()
+    f = ad.jit(lambda x: model(x))
+    assert np.array_equal(f(x).data, model(x).data)
+    assert np.array_equal(f(x).data, model(x).data) and f.traces == 1
+    with ad.no_grad():
+        for p in model.parameters():
+            p -= 0.25  # in place
+    assert np.array_equal(f(x).data, model(x).data) and f.traces == 1
+    model[0].weight.data = model[0].weight.data * 2  # a new buffer, same parameter
+    assert np.array_equal(f(x).data, model(x).data) and f.traces == 1
+    model[2].weight = nn.Parameter(xp.ones((2, 4), dtype=xp.float32))  # another parameter
+    assert np.array_equal(f(x).data, model(x).data) and f.traces == 2
+
+
+def test_a_gradient_through_state_equals_eager():
+    model, x = _mlp(), _x()
+
+    def loss(x):
+        return xp.sum(model(x) ** 2)
+
+    g = ad.jit(ad.grad(loss))
+    for _ in range(3):
+        x = _x()
+        assert np.array_equal(g(x).data, ad.grad(loss)(x).data)
+    assert g.traces == 1 and all(p.grad is None for p in model.parameters())
+
+
+def test_a_closed_over_tensor_is_read_on_each_replay():
+    w = xp.asarray(np.array([1.0, 2.0, 3.0]))
+    f = ad.jit(lambda x: x * w)
+    x = np.ones(3)
+    assert np.array_equal(f(x), [1.0, 2.0, 3.0])
+    w[0] = 5.0
+    assert np.array_equal(f(x), [5.0, 2.0, 3.0]) and f.traces == 1
+
+
+def test_mode_and_settings_retrace():
+    """A module's mode (train/eval) and settings (a slope) are read when tracing: a
+    replay needs the same, else f is traced again (once per mode: both are kept)."""
+    nn.init.manual_seed(1)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.LeakyReLU(0.1))
+    model.eval()
+    x = _x()
+    f = ad.jit(lambda x: model(x))
+    assert np.array_equal(f(x).data, model(x).data) and f.traces == 1
+    model[2].negative_slope = 0.3
+    assert np.array_equal(f(x).data, model(x).data) and f.traces == 2
+    model.train()  # BatchNorm writes its running statistics: refused, nothing changed
+    before = _snapshot(model)
+    with pytest.raises(NotImplementedError, match="not supported"):
+        f(x)
+    assert _unchanged(_snapshot(model), before)
+    model.eval()
+    assert np.array_equal(f(x).data, model(x).data) and f.traces == 2  # eval's, kept
+
+
+def test_what_writes_state_or_reads_it_to_python_is_refused_and_changes_nothing():
+    model = _mlp()
     opt = ad.optim.SGD(model.parameters(), lr=0.1)
-    x, y = xp.ones((4, 3), dtype=xp.float32), xp.ones((4, 2), dtype=xp.float32)
+    x, y = _x(4), xp.ones((4, 2), dtype=xp.float32)
+    w = xp.ones(3, dtype=xp.float32)
 
     def step(x, y):
         opt.zero_grad()
@@ -234,18 +321,29 @@ def test_what_reads_or_writes_state_is_refused():
         opt.step()
         return loss
 
-    def forward(x, y):
-        return F.mse_loss(model(x), y)
+    def backward_only(x, y):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()  # into the parameters' .grad
+        return loss
+
+    def write(x, y):
+        w[0] = x[0, 0]
+        return w
+
+    def add_into(x, y):
+        w[...] += 1.0  # no traced value: it would run once
+        return x
+
+    def host_read(x, y):
+        return x * float(w[0])
 
     drop = nn.Dropout(0.5)
-    w = xp.ones(3, dtype=xp.float32)
-    before = model.weight.data.copy()
-    for f in (step, forward, lambda x, y: drop(x), lambda x, y: x * w):
-        with pytest.raises(NotImplementedError, match="not supported"):
-            ad.jit(f)(x, y)
-        with pytest.raises(NotImplementedError, match="not supported"):
-            ad.jit(f)(x.data, y.data)  # raw arrays in
-    assert np.array_equal(model.weight.data, before)
+    before, w0 = _snapshot(model), np.array(w.data, copy=True)
+    for f in (step, backward_only, write, add_into, host_read, lambda x, y: drop(x)):
+        for args in ((x, y), (x.data, y.data)):  # Tensors in, raw arrays in
+            with pytest.raises(NotImplementedError, match="not supported"):
+                ad.jit(f)(*args)
+            assert _unchanged(_snapshot(model), before) and np.array_equal(w.data, w0)
 
 
 # -- every op of the registry ---------------------------------------------------------------

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 
-from . import batching, versions
+from . import batching, tracing, versions
 from .errors import add_op_name
 from .grad_mode import mode, no_grad
 from .registry import get
@@ -246,6 +246,8 @@ def _fit(rec, t, res, what):
 
 def setitem(t, key, value):
     """``t[key] = value``."""
+    if tracing.active[0] is not None:
+        tracing.state_use(t, "__setitem__")
     if batching.depth[0] and batching.holds((value,) + batching.key_parts(key), None):
         raise batching.unbatched_write_error("x[key] = value")
     c = t._version
@@ -281,6 +283,8 @@ def setitem(t, key, value):
 
 def inplace(t, name, other):
     """``t op= other`` for the binary op ``name`` ("add" for ``+=``); returns ``t``."""
+    if tracing.active[0] is not None:
+        tracing.state_use(t, f"in-place {name}")
     if batching.depth[0] and type(other) is batching.Batched:
         raise batching.unbatched_write_error(f"in-place {name}")
     c = t._version

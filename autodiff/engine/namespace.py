@@ -315,6 +315,12 @@ class Recorder:
         """The raw array of a Tensor of this namespace; anything else as it is."""
         if isinstance(a, Tensor):
             if type(a) is not self.cls:
+                if tracing.active[0] is not None and tracing.traced_recorder((a,)):
+                    raise NotImplementedError(
+                        f"jit: {name}: the traced function writes a traced value into a "
+                        "Tensor it does not take as an argument (state: a module's buffer, "
+                        "a parameter): writing state is not supported by jit yet"
+                    )
                 raise self._mix_error(name, a)
             return a.data
         return a

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 
-from . import backward, hooks, versions
+from . import backward, hooks, tracing, versions
 from .anomaly import host_read
 
 __all__ = ["Tensor", "exported"]
@@ -100,24 +100,34 @@ class Tensor:
         return self.data.__dlpack_device__()
 
     def __bool__(self):
+        if tracing.active[0] is not None:
+            tracing.state_use(self, "bool()")
         # not a host read that cuts a graph: a branch on a value has no gradient to lose
         return bool(self.data)
 
     def __float__(self):
+        if tracing.active[0] is not None:
+            tracing.state_use(self, "float()")
         if self._rg:
             host_read(self, "float()")
         return float(self.data)
 
     def __int__(self):
+        if tracing.active[0] is not None:
+            tracing.state_use(self, "int()")
         if self._rg:
             host_read(self, "int()")
         return int(self.data)
 
     def __index__(self):
+        if tracing.active[0] is not None:
+            tracing.state_use(self, "an index")
         # integer tensors only, which never require grad: no graph to cut
         return self.data.__index__()
 
     def __complex__(self):
+        if tracing.active[0] is not None:
+            tracing.state_use(self, "complex()")
         if self._rg:
             host_read(self, "complex()")
         return complex(self.data)
@@ -134,6 +144,8 @@ class Tensor:
 
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
+        if tracing.active[0] is not None:
+            tracing.state_use(self, "item()")
         if self.size != 1:
             raise ValueError(f"item: the tensor has {self.size} elements, not one")
         if self._rg:

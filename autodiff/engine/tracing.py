@@ -3,7 +3,7 @@ refuses to run while it does."""
 
 from __future__ import annotations
 
-__all__ = ["active", "refuse_state"]
+__all__ = ["active", "refuse_state", "module_called", "state_use"]
 
 active: list = [None]  # the program being recorded; None outside a trace
 
@@ -19,6 +19,20 @@ def refuse_state(what: str) -> None:
         )
 
 
+def state_use(t, what: str) -> None:
+    """Raise NotImplementedError when ``jit`` traces and ``t`` is a Tensor the traced
+    function does not take (state: a module's buffer, a parameter) that ``what`` writes
+    in place or reads to the host: the trace would do it once, a replay never."""
+    if active[0] is None or t._rec in arrays.values():
+        return
+    raise NotImplementedError(
+        f"jit: {what} of a Tensor the traced function does not take as an argument "
+        f"(shape {tuple(t.shape)}: a module's buffer, a parameter, optimizer state) would "
+        "run once, when tracing, and never on a replay: writing state, and reading it to "
+        "Python, are not supported by jit yet"
+    )
+
+
 recorders: dict = {}  # eager backend key -> the Recorder of its trace namespace (jit's)
 arrays: dict = {}  # trace array type -> the Recorder of its trace namespace
 
@@ -31,20 +45,21 @@ def redirect(op, args, kwargs, caller):
     no traced value is among the arguments (the caller goes on, or raises its error)."""
     if active[0] is None:
         return None
-    from .tensor import Tensor
-
     trace = traced_recorder(args)
     if trace is None:
         return None
+    lifted = False
     for a in (*args, *kwargs.values()):
-        if isinstance(a, Tensor) and a._rec is not trace:
-            raise NotImplementedError(
-                f"jit: {op.name}: the traced function read a Tensor of {type(a)._ns.__name__} "
-                "that it does not take as an argument (a module parameter or buffer, "
-                "optimizer state, a Tensor made outside it): reading state is not "
-                "supported by jit yet; pass it as an argument"
-            )
-    if trace is caller:
+        # a Tensor (its class has a namespace: tensor.py imports this module, not back)
+        if hasattr(type(a), "_ns") and a._rec is not trace:
+            if recorders.get(a._rec.backend.key) is not trace:
+                raise TypeError(
+                    f"{op.name}: tensors of two different namespaces in one call "
+                    f"({type(a)._ns.__name__} and a traced one of {trace.backend.key})"
+                )
+            active[0].lift(a)  # state the function reads: an input of the program
+            lifted = True
+    if trace is caller and not lifted:
         return None
     fn = trace.xp
     for part in op.name.split("."):
@@ -63,6 +78,13 @@ def traced_recorder(args):
         if rec in traced:
             return rec
     return None
+
+
+def module_called(module):
+    """Note, when ``jit`` traces, that ``module`` was called: a replay checks that it
+    still has the mode, parameters and settings the trace read."""
+    if active[0] is not None:
+        active[0].module(module)
 
 
 def creation(rec, name):

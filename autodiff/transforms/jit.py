@@ -22,8 +22,8 @@ Design (the recording runs through the engine unchanged):
   Arrays that are not traced (a NumPy constant ``f`` closes over) are kept by
   reference, so the replay reads their current values.
 - **Writes.** In-place calls (``x[k] = v``, ``x += y``, the ``*_`` kernels, ``out=``) run on the
-  replay's own buffers; they are effects, never dropped. A write into an array ``f``
-  does not take as an argument (state) is refused (NotImplementedError).
+  replay's own buffers; they are effects, never dropped. A write into state is refused
+  (NotImplementedError), before it happens.
 - **Signature** (the cache key): the tree structure of the non-static arguments, for
   each array leaf its type, shape, dtype, device and which leaves are the same object,
   for each other leaf (Python numbers, np.float64, strings, None) its value, the static
@@ -36,10 +36,23 @@ Design (the recording runs through the engine unchanged):
   differs. Random draws (dropout's ``bernoulli``) are calls like any other, drawn
   afresh on each replay from the same generator as eager; a seed drawn on the host
   during the trace (``nn.Dropout``) is refused (NotImplementedError).
-- **State** (module parameters and buffers, optimizer state: Tensors ``f`` reads but
-  does not take; ``Optimizer.step``/``zero_grad``) is not supported yet: it raises
-  NotImplementedError. Tensors that require grad among the arguments (``jit(f)``
-  called inside ``grad``) and ``vmap``'s batches run ``f`` eagerly.
+- **State** (Tensors ``f`` reads but does not take: module parameters and buffers,
+  a Tensor it closes over) is read on each replay: the first time the trace meets such
+  a Tensor it is *lifted* (made a Tensor of the trace namespace while the trace runs,
+  its buffer an input slot after the arguments'), so a replay reads its current buffer,
+  whatever updated it since. A replay also needs the state it was traced with (else
+  ``f`` is traced again, and both programs are kept): each lifted buffer of the same
+  type, shape and dtype, and each module ``f`` called in the same mode (``train()``,
+  ``eval()``) with the same parameters and buffers (a replaced parameter traces
+  again) and the same settings (its plain Python attributes: ``eps``, a slope). A
+  Tensor that ``f`` closes over is held by the program: its buffer is read anew, but a
+  name rebound to another Tensor is not seen (as ``jax.jit`` bakes what ``f`` closes over).
+  *Writing* state is not supported yet and raises NotImplementedError, leaving it as
+  it was: an optimizer's ``step``/``zero_grad``, ``backward()`` into parameters'
+  ``.grad``, BatchNorm's running statistics in training mode, any in-place write into
+  a Tensor ``f`` does not take; so does reading state to Python (``float(w[0])``),
+  which a trace would do once. Tensors that require grad among the arguments
+  (``jit(f)`` called inside ``grad``) and ``vmap``'s batches run ``f`` eagerly.
 
 Python side effects of ``f`` (print, appending to a list) happen when tracing only.
 """
@@ -290,13 +303,9 @@ def _unwrap(x):
         if any(s is not None for _, s in pairs):
             raws = type(x)(r for r, _ in pairs)
             return raws, type(x)(s if s is not None else r for r, s in pairs)
-    elif isinstance(x, Tensor):
-        raise NotImplementedError(
-            f"jit: a Tensor of {type(x)._ns.__name__} was met inside the traced function: "
-            "reading state (module parameters, optimizer state, a namespace captured "
-            "outside) is not supported by jit yet; take the arrays as arguments and the "
-            "namespace from them (array_namespace(x))"
-        )
+    elif isinstance(x, Tensor) and _active[0] is not None:
+        _active[0].lift(x)  # state f reads, handed to a backend call as it is
+        return _unwrap(x.data)
     return x, None
 
 
@@ -319,10 +328,11 @@ def _emit(B, fn, args, kwargs, effect=False, check=False):
             if spec is not None:
                 kslots.append((k, spec))
     if effect and prog is not None and raws and B.is_array(raws[0]):
-        if not (tops and tops[0][0] == 0):  # the written array is not a slot
+        if not (tops and tops[0][0] == 0) or tops[0][1] in prog.state_slots:
+            # the written array is not a slot, or state's: refused before the write
             raise NotImplementedError(
                 "jit: an in-place write into an array the function does not take as an "
-                "argument (state) is not supported yet"
+                "argument (state: a module's buffer, a parameter) is not supported yet"
             )
     out = fn(*raws, **rkw)
     if prog is None:  # building the trace namespace: nothing to record
@@ -374,10 +384,65 @@ class _Program:
         self.inputs = []
         self.outputs = None  # per output leaf: ("raw"|"tensor", slot, rec) or ("const", v)
         self.treedef = None
+        # state f reads (Tensors it does not take): (tensor, its class, its buffer, its
+        # grad, slot), their input slots after the arguments'; and the modules f called,
+        # with what a replay assumes of them (_module_key)
+        self.state = []
+        self.state_slots = set()
+        self.modules = {}
 
     def new_slot(self):
         self.n += 1
         return self.n - 1
+
+    def lift(self, t):
+        """Make the eager Tensor ``t`` that ``f`` reads (a module parameter or buffer, a
+        Tensor made outside ``f``) a Tensor of the trace namespace while the trace runs:
+        its buffer becomes an input slot, which each replay reads anew."""
+        _, cls, rec = _trace_backend(t._rec.backend)
+        slot = self.new_slot()
+        self.inputs.append(slot)
+        self.state_slots.add(slot)
+        self.state.append((t, type(t), t.data, t._grad, slot))
+        t.data = cls(t.data, slot)
+        t.__class__ = rec.cls
+
+    def release(self):
+        """Give the lifted Tensors back their class and buffer; a NotImplementedError if
+        ``f`` wrote one (rebound it, or gave it a gradient), which is left as it was."""
+        written = None
+        for t, cls, data, grad, slot in self.state:
+            moved = not (isinstance(t.data, TraceArray) and t.data.slot == slot)
+            if (moved or t._grad is not grad) and written is None:
+                written = t
+            t.__class__, t.data, t._grad = cls, data, grad
+        self.guards = [(t, type(data), tuple(data.shape), data.dtype)
+                       for t, _, data, _, _ in self.state]  # fmt: skip
+        if written is not None:
+            raise NotImplementedError(
+                f"jit: the traced function wrote a Tensor it does not take as an argument "
+                f"(shape {tuple(written.shape)}: a parameter's value or gradient, "
+                "optimizer or module state): writing state is not supported by jit yet; "
+                "left unchanged"
+            )
+
+    def module(self, m):
+        """Note the module ``m`` that ``f`` called: a replay needs the same one."""
+        if id(m) not in self.modules:
+            self.modules[id(m)] = (m, _module_key(m))
+
+    def holds(self):
+        """Whether the state this program read is still what it was traced with: the
+        same modules in the same modes, with the same parameters and settings, each state
+        buffer of the same type, shape and dtype."""
+        for t, kind, shape, dtype in self.guards:
+            d = t.data
+            if type(d) is not kind or tuple(d.shape) != shape or d.dtype != dtype:
+                return False
+        return all(_module_key(m) == key for m, key in self.modules.values())
+
+    def state_arrays(self):
+        return [t.data for t, *_ in self.guards]
 
     def append(self, fn, args, tops, nested, kwargs, kslots, outs, effect, shapes):
         self.code.append([fn, args, tops, nested, kwargs, kslots, outs, effect, shapes])
@@ -488,6 +553,23 @@ def _slots_of(spec):
     if type(spec) in (tuple, list):
         return [s for x in spec for s in _slots_of(x)]
     return ()
+
+
+def _module_key(m):
+    """What a replay assumes of the module ``m`` and its submodules: its mode, which
+    Tensors are its parameters and buffers, and its settings (the plain Python values of
+    its attributes: a layer's ``eps``, a dropout's ``p``), which the trace read once."""
+    key = []
+    for sub in m.modules():
+        plain = tuple(sorted((k, v) for k, v in vars(sub).items()
+                             if type(v) in _SETTINGS))  # fmt: skip
+        tensors = tuple((k, id(v)) for k, v in list(sub._parameters.items())
+                        + list(sub._buffers.items()))  # fmt: skip
+        key.append((type(sub), plain, tensors))
+    return tuple(key)
+
+
+_SETTINGS = (bool, int, float, complex, str, type(None), tuple)
 
 
 # -- the trace backend -------------------------------------------------------------------
@@ -643,17 +725,9 @@ def _trace(f, leaves, treedef, rebuild):
     _active[0] = prog
     try:
         out = rebuild(pytree.unflatten(treedef, traced))
-    except TypeError as exc:
-        if "two different namespaces" in str(exc) and "autodiff.jit(" in str(exc):
-            raise NotImplementedError(
-                f"jit: {exc}; f read a Tensor it does not take as an argument (module "
-                "parameters, optimizer state, or a namespace captured outside f): reading "
-                "state is not supported by jit yet; take the arrays as arguments and the "
-                "namespace from them (array_namespace(x))"
-            ) from exc
-        raise
     finally:
         _active[0] = None
+        prog.release()
     if _host_random_state() != before:
         raise NotImplementedError(
             "jit: the function drew a seed on the host (nn.Dropout and the other modules "
@@ -745,14 +819,17 @@ def jit(f, static_argnums=(), static_argnames=()):
             if "unhashable" not in str(exc):
                 raise
             raise TypeError(f"jit: a static argument of {f.__name__} is not hashable") from exc
-        prog = cache.get(key)
-        if prog is not None:
+        progs = cache.setdefault(key, [])
+        for prog in progs:  # one per state it was traced with (train and eval modes...)
+            if not prog.holds():
+                continue
             arrays = [x.data if isinstance(x, Tensor) else x for x in leaves]
-            arrays = [arrays[i] for i in prog.positions]
+            arrays = [arrays[i] for i in prog.positions] + prog.state_arrays()
             try:
                 return prog.run(arrays)
             except _Stale:  # a data-dependent shape changed: trace again
-                pass
+                progs.remove(prog)
+                break
 
         def rebuild(tree):
             d, k = tree
@@ -762,7 +839,7 @@ def jit(f, static_argnums=(), static_argnames=()):
 
         prog, result = _trace(f, leaves, treedef, rebuild)
         prog.positions = [i for i, x in enumerate(leaves) if _is_array_leaf(x)]
-        cache[key] = prog
+        progs.insert(0, prog)
         jitted.traces += 1
         return result
 

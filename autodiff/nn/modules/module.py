@@ -15,6 +15,7 @@ from collections import OrderedDict, namedtuple
 from ... import checks
 from ...backends import device_of
 from ...dtypes import FLOATING, dtype_in, dtype_name, get_default_dtype
+from ...engine import tracing
 from ...engine.errors import add_op_name
 from ...engine.grad_mode import no_grad
 from ...engine.hooks import RemovableHandle
@@ -124,6 +125,8 @@ class Module:
     _call_hooks = None
 
     def __call__(self, *args, **kwargs):
+        if tracing.active[0] is not None:  # inside jit: a replay checks this module
+            tracing.module_called(self)
         try:
             if self._call_hooks is None:
                 if self._parameters:

@@ -14,6 +14,7 @@ import sys
 CASES = (
     "chain",
     "complex_chain",
+    "rosenbrock",
     "mlp",
     "cnn",
     "gru",

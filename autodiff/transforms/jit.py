@@ -809,7 +809,11 @@ def jit(f, static_argnums=(), static_argnames=()):
         dkw = {k: v for k, v in kwargs.items() if k not in names}
         static = (tuple((i, args[i]) for i in sorted(fixed) if i < n),
                   tuple((k, kwargs[k]) for k in names if k in kwargs))  # fmt: skip
-        leaves, treedef = pytree.flatten((dyn, dkw))
+        if not dkw and all(pytree.children(a) is None for a in dyn):
+            # arrays alone (the common call): their tree is that of any as many leaves
+            leaves, treedef = dyn, _flat_treedef(len(dyn))
+        else:
+            leaves, treedef = pytree.flatten((dyn, dkw))
         try:
             key = (treedef, static, mode.enabled, _signature(leaves))
             hash(key)
@@ -845,6 +849,12 @@ def jit(f, static_argnums=(), static_argnames=()):
 
     jitted.traces = 0  # how many times f was traced (a new signature, a changed shape)
     return jitted
+
+
+@functools.lru_cache(maxsize=None)
+def _flat_treedef(n):
+    """The treedef of ``(args, {})`` for ``n`` leaf arguments."""
+    return pytree.flatten(([0] * n, {}))[1]
 
 
 def _is_array_leaf(x):

@@ -851,7 +851,7 @@ def jit(f, static_argnums=(), static_argnames=()):
     return jitted
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _flat_treedef(n):
     """The treedef of ``(args, {})`` for ``n`` leaf arguments."""
     return pytree.flatten(([0] * n, {}))[1]

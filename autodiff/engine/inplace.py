@@ -247,7 +247,7 @@ def _fit(rec, t, res, what):
 def setitem(t, key, value):
     """``t[key] = value``."""
     if tracing.active[0] is not None:
-        tracing.state_use(t, "__setitem__")
+        tracing.state_use(t, "__setitem__", write=True)
     if batching.depth[0] and batching.holds((value,) + batching.key_parts(key), None):
         raise batching.unbatched_write_error("x[key] = value")
     c = t._version
@@ -284,7 +284,7 @@ def setitem(t, key, value):
 def inplace(t, name, other):
     """``t op= other`` for the binary op ``name`` ("add" for ``+=``); returns ``t``."""
     if tracing.active[0] is not None:
-        tracing.state_use(t, f"in-place {name}")
+        tracing.state_use(t, f"in-place {name}", write=True)
     if batching.depth[0] and type(other) is batching.Batched:
         raise batching.unbatched_write_error(f"in-place {name}")
     c = t._version

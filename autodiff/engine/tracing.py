@@ -3,7 +3,7 @@ refuses to run while it does."""
 
 from __future__ import annotations
 
-__all__ = ["active", "refuse_state", "module_called", "state_use"]
+__all__ = ["active", "refuse_state", "module_called", "optimizer_called", "state_use"]
 
 active: list = [None]  # the program being recorded; None outside a trace
 
@@ -19,18 +19,29 @@ def refuse_state(what: str) -> None:
         )
 
 
-def state_use(t, what: str) -> None:
-    """Raise NotImplementedError when ``jit`` traces and ``t`` is a Tensor the traced
-    function does not take (state: a module's buffer, a parameter) that ``what`` writes
-    in place or reads to the host: the trace would do it once, a replay never."""
+def state_use(t, what: str, write: bool = False) -> None:
+    """When ``jit`` traces and ``t`` is a Tensor the traced function does not take
+    (state: a module's buffer, a parameter): a write (``what``, in place) makes it state
+    of the program (lifted), so that each replay writes it; a read to the host raises
+    NotImplementedError (the trace would read it once, a replay never)."""
     if active[0] is None or t._rec in arrays.values():
+        return
+    if write:
+        active[0].lift(t)
         return
     raise NotImplementedError(
         f"jit: {what} of a Tensor the traced function does not take as an argument "
         f"(shape {tuple(t.shape)}: a module's buffer, a parameter, optimizer state) would "
-        "run once, when tracing, and never on a replay: writing state, and reading it to "
-        "Python, are not supported by jit yet"
+        "run once, when tracing, and never on a replay: reading state to Python is not "
+        "supported by jit"
     )
+
+
+def optimizer_called(opt) -> None:
+    """Note, when ``jit`` traces, that the optimizer ``opt`` steps or zeroes gradients:
+    its parameters and state become state of the program."""
+    if active[0] is not None:
+        active[0].optimizer(opt)
 
 
 recorders: dict = {}  # eager backend key -> the Recorder of its trace namespace (jit's)

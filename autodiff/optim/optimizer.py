@@ -170,7 +170,7 @@ class Optimizer:
     # -- stepping --------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients: to None (default), or to zeros in place."""
-        tracing.refuse_state(f"{type(self).__name__}.zero_grad")
+        tracing.optimizer_called(self)  # inside jit: its state is the program's
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
@@ -191,7 +191,7 @@ class Optimizer:
         ``closure`` (optional) re-evaluates the model and returns the loss; it is
         called with grad recording on and its value returned.
         """
-        tracing.refuse_state(f"{type(self).__name__}.step")
+        tracing.optimizer_called(self)
         loss = None
         if closure is not None:
             with enable_grad():

@@ -36,23 +36,22 @@ Design (the recording runs through the engine unchanged):
   differs. Random draws (dropout's ``bernoulli``) are calls like any other, drawn
   afresh on each replay from the same generator as eager; a seed drawn on the host
   during the trace (``nn.Dropout``) is refused (NotImplementedError).
-- **State** (Tensors ``f`` reads but does not take: module parameters and buffers,
-  a Tensor it closes over) is read on each replay: the first time the trace meets such
-  a Tensor it is *lifted* (made a Tensor of the trace namespace while the trace runs,
-  its buffer an input slot after the arguments'), so a replay reads its current buffer,
-  whatever updated it since. A replay also needs the state it was traced with (else
-  ``f`` is traced again, and both programs are kept): each lifted buffer of the same
-  type, shape and dtype, and each module ``f`` called in the same mode (``train()``,
-  ``eval()``) with the same parameters and buffers (a replaced parameter traces
-  again) and the same settings (its plain Python attributes: ``eps``, a slope). A
-  Tensor that ``f`` closes over is held by the program: its buffer is read anew, but a
-  name rebound to another Tensor is not seen (as ``jax.jit`` bakes what ``f`` closes over).
-  *Writing* state is not supported yet and raises NotImplementedError, leaving it as
-  it was: an optimizer's ``step``/``zero_grad``, ``backward()`` into parameters'
-  ``.grad``, BatchNorm's running statistics in training mode, any in-place write into
-  a Tensor ``f`` does not take; so does reading state to Python (``float(w[0])``),
-  which a trace would do once. Tensors that require grad among the arguments
-  (``jit(f)`` called inside ``grad``) and ``vmap``'s batches run ``f`` eagerly.
+- **State** (what ``f`` reads or writes but does not take: module parameters and
+  buffers, their gradients, optimizer state, a Tensor it closes over) is read before
+  each replay and written after it, as eager would change it (``jit_state.py``): a
+  torch-style step, ``opt.zero_grad(); loss.backward(); opt.step()``, replays. A
+  replay needs the state it was traced with, else ``f`` is traced again (each program
+  kept): the modules ``f`` called in the same mode with the same parameters and
+  settings, the optimizers with the same hyper-parameters and counters (Adam's step
+  count is one: each Adam step traces again), each state array of the same type, shape
+  and dtype, the same gradients present. A trace that makes state (an optimizer's first
+  step) is not replayed: the next call traces with it. What ``f`` computes from a
+  closed-over Tensor alone, before it meets a traced value, is computed once (as
+  ``jax.jit`` bakes what ``f`` closes over); a module's parameters are lifted before
+  its forward runs, so everything computed from them is replayed. Reading state to
+  Python (``float(w[0])``) and a module that draws its dropout seed on the host raise
+  NotImplementedError. Tensors that require grad among the arguments (``jit(f)``
+  called inside ``grad``) and ``vmap``'s batches run ``f`` eagerly.
 
 Python side effects of ``f`` (print, appending to a list) happen when tracing only.
 """
@@ -70,6 +69,7 @@ from ..engine import registry, tracing
 from ..engine.batching import Batched
 from ..engine.grad_mode import mode
 from ..engine.tensor import Tensor
+from . import jit_state
 
 __all__ = ["jit", "HostReadError", "TraceArray"]
 
@@ -328,11 +328,10 @@ def _emit(B, fn, args, kwargs, effect=False, check=False):
             if spec is not None:
                 kslots.append((k, spec))
     if effect and prog is not None and raws and B.is_array(raws[0]):
-        if not (tops and tops[0][0] == 0) or tops[0][1] in prog.state_slots:
-            # the written array is not a slot, or state's: refused before the write
+        if not (tops and tops[0][0] == 0):  # the written array is not a slot
             raise NotImplementedError(
-                "jit: an in-place write into an array the function does not take as an "
-                "argument (state: a module's buffer, a parameter) is not supported yet"
+                "jit: an in-place write into an array that is neither an argument nor "
+                "state (a NumPy array f closes over) is not supported yet"
             )
     out = fn(*raws, **rkw)
     if prog is None:  # building the trace namespace: nothing to record
@@ -384,72 +383,29 @@ class _Program:
         self.inputs = []
         self.outputs = None  # per output leaf: ("raw"|"tensor", slot, rec) or ("const", v)
         self.treedef = None
-        # state f reads (Tensors it does not take): (tensor, its class, its buffer, its
-        # grad, slot), their input slots after the arguments'; and the modules f called,
-        # with what a replay assumes of them (_module_key)
-        self.state = []
-        self.state_slots = set()
-        self.modules = {}
+        self.writes = []  # state written back after each replay (jit_state)
+        self.st = jit_state.State(self, lambda B: _trace_backend(B)[1:], TraceArray)
 
     def new_slot(self):
         self.n += 1
         return self.n - 1
 
     def lift(self, t):
-        """Make the eager Tensor ``t`` that ``f`` reads (a module parameter or buffer, a
-        Tensor made outside ``f``) a Tensor of the trace namespace while the trace runs:
-        its buffer becomes an input slot, which each replay reads anew."""
-        _, cls, rec = _trace_backend(t._rec.backend)
-        slot = self.new_slot()
-        self.inputs.append(slot)
-        self.state_slots.add(slot)
-        self.state.append((t, type(t), t.data, t._grad, slot))
-        t.data = cls(t.data, slot)
-        t.__class__ = rec.cls
-
-    def release(self):
-        """Give the lifted Tensors back their class and buffer; a NotImplementedError if
-        ``f`` wrote one (rebound it, or gave it a gradient), which is left as it was."""
-        written = None
-        for t, cls, data, grad, slot in self.state:
-            moved = not (isinstance(t.data, TraceArray) and t.data.slot == slot)
-            if (moved or t._grad is not grad) and written is None:
-                written = t
-            t.__class__, t.data, t._grad = cls, data, grad
-        self.guards = [(t, type(data), tuple(data.shape), data.dtype)
-                       for t, _, data, _, _ in self.state]  # fmt: skip
-        if written is not None:
-            raise NotImplementedError(
-                f"jit: the traced function wrote a Tensor it does not take as an argument "
-                f"(shape {tuple(written.shape)}: a parameter's value or gradient, "
-                "optimizer or module state): writing state is not supported by jit yet; "
-                "left unchanged"
-            )
+        """Make the eager Tensor ``t`` that ``f`` reads or writes state (jit_state)."""
+        self.st.lift(t)
 
     def module(self, m):
-        """Note the module ``m`` that ``f`` called: a replay needs the same one."""
-        if id(m) not in self.modules:
-            self.modules[id(m)] = (m, _module_key(m))
+        self.st.module(m)
 
-    def holds(self):
-        """Whether the state this program read is still what it was traced with: the
-        same modules in the same modes, with the same parameters and settings, each state
-        buffer of the same type, shape and dtype."""
-        for t, kind, shape, dtype in self.guards:
-            d = t.data
-            if type(d) is not kind or tuple(d.shape) != shape or d.dtype != dtype:
-                return False
-        return all(_module_key(m) == key for m, key in self.modules.values())
-
-    def state_arrays(self):
-        return [t.data for t, *_ in self.guards]
+    def optimizer(self, opt):
+        self.st.optimizer(opt)
 
     def append(self, fn, args, tops, nested, kwargs, kslots, outs, effect, shapes):
         self.code.append([fn, args, tops, nested, kwargs, kslots, outs, effect, shapes])
 
     def prune(self):
         """Drop the calls whose outputs nothing reads (the engine's bookkeeping)."""
-        live = set()
+        live = {slot for _, slot in self.st.writes if slot is not None}
         for kind, slot, _ in self.outputs:
             if kind != "const":
                 live.add(slot)
@@ -507,13 +463,17 @@ class _Program:
                 lines.append(f"    if _shapes(r) != {const(shapes)}: raise _Stale")
             lines += [f"    {target} = r{index}" for target, index in _targets(outs, "")]
         kept = [slot for kind, slot, _ in self.outputs if kind != "const"]
-        lines.append(f"    return ({''.join(f's{i}, ' for i in kept)})")
+        written = "".join("None, " if i is None else f"s{i}, " for _, i in self.st.writes)
+        lines.append(f"    return ({''.join(f's{i}, ' for i in kept)}), ({written})")
         code = compile("\n".join(lines), "<jit replay>", "exec")
         exec(code, consts)
         self.replay = consts["replay"]
 
     def run(self, arrays):
-        got = iter(self.replay(arrays))
+        got, written = self.replay(arrays)
+        if written:
+            self.st.write(written)
+        got = iter(got)
         out = []
         for kind, slot, rec in self.outputs:
             if kind == "raw":
@@ -553,23 +513,6 @@ def _slots_of(spec):
     if type(spec) in (tuple, list):
         return [s for x in spec for s in _slots_of(x)]
     return ()
-
-
-def _module_key(m):
-    """What a replay assumes of the module ``m`` and its submodules: its mode, which
-    Tensors are its parameters and buffers, and its settings (the plain Python values of
-    its attributes: a layer's ``eps``, a dropout's ``p``), which the trace read once."""
-    key = []
-    for sub in m.modules():
-        plain = tuple(sorted((k, v) for k, v in vars(sub).items()
-                             if type(v) in _SETTINGS))  # fmt: skip
-        tensors = tuple((k, id(v)) for k, v in list(sub._parameters.items())
-                        + list(sub._buffers.items()))  # fmt: skip
-        key.append((type(sub), plain, tensors))
-    return tuple(key)
-
-
-_SETTINGS = (bool, int, float, complex, str, type(None), tuple)
 
 
 # -- the trace backend -------------------------------------------------------------------
@@ -723,11 +666,13 @@ def _trace(f, leaves, treedef, rebuild):
             traced.append(x)
     before = _host_random_state()
     _active[0] = prog
+    failed = True
     try:
         out = rebuild(pytree.unflatten(treedef, traced))
+        failed = False
     finally:
         _active[0] = None
-        prog.release()
+        prog.st.release(failed)
     if _host_random_state() != before:
         raise NotImplementedError(
             "jit: the function drew a seed on the host (nn.Dropout and the other modules "
@@ -825,10 +770,10 @@ def jit(f, static_argnums=(), static_argnames=()):
             raise TypeError(f"jit: a static argument of {f.__name__} is not hashable") from exc
         progs = cache.setdefault(key, [])
         for prog in progs:  # one per state it was traced with (train and eval modes...)
-            if not prog.holds():
+            if not prog.st.holds():
                 continue
             arrays = [x.data if isinstance(x, Tensor) else x for x in leaves]
-            arrays = [arrays[i] for i in prog.positions] + prog.state_arrays()
+            arrays = [arrays[i] for i in prog.positions] + prog.st.arrays()
             try:
                 return prog.run(arrays)
             except _Stale:  # a data-dependent shape changed: trace again
@@ -843,7 +788,8 @@ def jit(f, static_argnums=(), static_argnames=()):
 
         prog, result = _trace(f, leaves, treedef, rebuild)
         prog.positions = [i for i, x in enumerate(leaves) if _is_array_leaf(x)]
-        progs.insert(0, prog)
+        if not prog.st.created:  # else it made state: the next call traces with it
+            progs.insert(0, prog)
         jitted.traces += 1
         return result
 

@@ -13,19 +13,29 @@ from ._timing import ALONE, table, timed
 from .threads import limit_threads
 
 AUTODIFF, NUMPY, TORCH = "autodiff (numpy)", "hand-written NumPy", "PyTorch CPU"
+JIT = "autodiff jit (numpy)"
 SKIP: set = set()  # implementations left out (``--without torch``)
 
 
-def sgd_step(model, opt, cross_entropy, X, Y):
+def sgd_step(model, opt, cross_entropy, X, Y, jit=False):
     """One training step (zero_grad, cross-entropy, backward, SGD step) of either
-    library: autodiff's and PyTorch's modules and optimizers have the same API."""
+    library: autodiff's and PyTorch's modules and optimizers have the same API. With
+    ``jit``, the step is autodiff's ``ad.jit`` of it (traced twice, then replayed)."""
 
-    def step():
+    def inner(X, Y):
         opt.zero_grad()
         loss = cross_entropy(model(X), Y)
         loss.backward()
         opt.step()
-        return float(loss.detach())
+        return loss
+
+    if jit:
+        import autodiff as ad
+
+        inner = ad.jit(inner)
+
+    def step():
+        return float(inner(X, Y).detach())
 
     return step
 
@@ -56,8 +66,8 @@ def torch_model(model, params):
 
 def classifier_step(library, data, model, lr):
     """One SGD step of the classifier ``model(nn)`` on ``data()``'s batch and weights,
-    with ``library`` "autodiff" (on NumPy) or "torch": the same modules, optimizer and
-    loss, from the same builder."""
+    with ``library`` "autodiff" (on NumPy), "autodiff jit" (replayed by ``ad.jit``) or
+    "torch": the same modules, optimizer and loss, from the same builder."""
     x, y, params = data()
     if library == "torch":
         import torch
@@ -72,7 +82,8 @@ def classifier_step(library, data, model, lr):
         net = model(nn)
         net.load_state_dict(params)
         loss, to = F.cross_entropy, ad.Autodiff(np).asarray
-    return sgd_step(net, optim.SGD(net.parameters(), lr=lr), loss, to(x), to(y))
+    opt = optim.SGD(net.parameters(), lr=lr)
+    return sgd_step(net, opt, loss, to(x), to(y), jit=library == "autodiff jit")
 
 
 def peak_bytes(step) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._case import AUTODIFF, NUMPY, TORCH, classifier_step, cross_entropy_by_hand, run
+from ._case import AUTODIFF, JIT, NUMPY, TORCH, classifier_step, cross_entropy_by_hand, run
 
 SIZES = (784, 512, 512, 10)
 BATCH, LR = 128, 0.01
@@ -30,6 +30,10 @@ def model(nn):
 
 def autodiff_step():
     return classifier_step("autodiff", _data, model, LR)
+
+
+def jit_step():
+    return classifier_step("autodiff jit", _data, model, LR)
 
 
 def numpy_step():
@@ -66,7 +70,8 @@ def torch_step():
 
 def main(repeats: int = 50) -> str:
     title = "mlp: 784-512-512-10, ReLU, cross-entropy, batch 128, one SGD step"
-    return run(title, {AUTODIFF: autodiff_step, NUMPY: numpy_step, TORCH: torch_step}, repeats)
+    factories = {AUTODIFF: autodiff_step, JIT: jit_step, NUMPY: numpy_step, TORCH: torch_step}
+    return run(title, factories, repeats)
 
 
 if __name__ == "__main__":

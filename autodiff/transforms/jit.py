@@ -439,10 +439,32 @@ class _Program:
                 return f"({inner},)" if type(x) is tuple else f"[{inner}]"
             return const(x)
 
+        kept = [slot for kind, slot, _ in self.outputs if kind != "const"]
+        returned = set(kept) | {i for _, i in self.st.writes if i is not None}
+        # each slot is let go after the call that reads it last (the memory of a step's
+        # intermediates is reused within the step, as eager frees them)
+        last = {}
+        for k, (_, _, tops, nested, _, kslots, outs, _, _) in enumerate(self.code):
+            for s_ in _slots_of(outs):
+                last.setdefault(s_, k)
+            for _, i in tops:
+                last[i] = k
+            for _, x in list(nested) + list(kslots):
+                for i in _slots_of(x):
+                    last[i] = k
+        drop = {}
+        for i, k in last.items():
+            if i not in returned:
+                drop.setdefault(k, []).append(i)
         lines = ["def replay(inputs):"]
         if self.inputs:
             lines.append(f"    {''.join(f's{i}, ' for i in self.inputs)}= inputs")
-        for fn, args, tops, nested, kwargs, kslots, outs, _, shapes in self.code:
+        for k, (fn, args, tops, nested, kwargs, kslots, outs, _, shapes) in enumerate(self.code):
+            gone = "".join(f"s{i}, " for i in sorted(drop.get(k, ())))
+            if gone:
+                lines_after = [f"    del {gone.rstrip(', ')}"]
+            else:
+                lines_after = []
             parts = [const(a) for a in args]
             for p, i in tops:
                 parts[p] = f"s{i}"
@@ -457,12 +479,13 @@ class _Program:
             call = f"{parts[0]} {infix} {parts[1]}" if infix else f"{const(fn)}({', '.join(parts)})"
             if type(outs) is int and shapes is None:
                 lines.append(f"    s{outs} = {call}")
+                lines += lines_after
                 continue
             lines.append(f"    r = {call}")
             if shapes is not None:
                 lines.append(f"    if _shapes(r) != {const(shapes)}: raise _Stale")
             lines += [f"    {target} = r{index}" for target, index in _targets(outs, "")]
-        kept = [slot for kind, slot, _ in self.outputs if kind != "const"]
+            lines += lines_after + ["    r = None"]
         written = "".join("None, " if i is None else f"s{i}, " for _, i in self.st.writes)
         lines.append(f"    return ({''.join(f's{i}, ' for i in kept)}), ({written})")
         code = compile("\n".join(lines), "<jit replay>", "exec")

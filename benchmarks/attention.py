@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._case import AUTODIFF, NUMPY, TORCH, check_grads, run, torch_model
+from ._case import AUTODIFF, JIT, NUMPY, TORCH, check_grads, run, torch_model
 
 BATCH, SEQ, EMBED = 16, 64, 64
 
@@ -38,7 +38,8 @@ def model(nn):
     return nn.MultiheadAttention(EMBED, 1, batch_first=True)
 
 
-def autodiff_step():
+def autodiff_step(jit=False):
+    """autodiff's step; with ``jit``, replayed by ``ad.jit`` (traced twice first)."""
     import autodiff as ad
     from autodiff import nn
 
@@ -48,12 +49,17 @@ def autodiff_step():
     mha.load_state_dict(params)
     X = xp.asarray(x)
 
-    def step():
+    def inner(X):
         mha.zero_grad()
         out = X + mha(X, X, X, need_weights=False)[0]
         loss = xp.mean(out * out)
         loss.backward()
-        return float(loss)
+        return loss
+
+    run = ad.jit(inner) if jit else inner
+
+    def step():
+        return float(run(X).detach())
 
     step.grads = lambda: {k: np.asarray(p.grad.data) for k, p in mha.named_parameters()}
     return step
@@ -127,7 +133,8 @@ def main(repeats: int = 20) -> str:
         f"attention: x + MHA(x), one head, x ({BATCH}, {SEQ}, {EMBED}), loss mean(out^2), "
         "forward + backward"
     )
-    factories = {AUTODIFF: autodiff_step, NUMPY: numpy_step, TORCH: torch_step}
+    factories = {AUTODIFF: autodiff_step, JIT: lambda: autodiff_step(jit=True),
+                 NUMPY: numpy_step, TORCH: torch_step}  # fmt: skip
     check_grads(factories)
     return run(title, factories, repeats)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._case import AUTODIFF, NUMPY, TORCH, check_grads, run, torch_model
+from ._case import AUTODIFF, JIT, NUMPY, TORCH, check_grads, run, torch_model
 
 STEPS, BATCH, N_IN, HIDDEN = 50, 32, 64, 128
 NAMES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
@@ -32,7 +32,8 @@ def model(nn):
     return nn.GRUCell(N_IN, HIDDEN)
 
 
-def autodiff_step():
+def autodiff_step(jit=False):
+    """autodiff's step; with ``jit``, replayed by ``ad.jit`` (traced twice first)."""
     import autodiff as ad
     from autodiff import nn
 
@@ -43,14 +44,19 @@ def autodiff_step():
     X = xp.asarray(x)
     h0 = xp.zeros((BATCH, HIDDEN), dtype=xp.float32)
 
-    def step():
+    def inner(X):
         cell.zero_grad()
         h = h0
         for t in range(STEPS):
             h = cell(X[t], h)
         loss = xp.mean(h * h)
         loss.backward()
-        return float(loss)
+        return loss
+
+    run = ad.jit(inner) if jit else inner
+
+    def step():
+        return float(run(X).detach())
 
     step.grads = lambda: {k: np.asarray(p.grad.data) for k, p in cell.named_parameters()}
     return step
@@ -194,7 +200,8 @@ def main(repeats: int = 20) -> str:
         f"gru: GRU cell {N_IN}->{HIDDEN}, batch {BATCH}, {STEPS} steps, loss mean(h_T^2), "
         "forward + backward"
     )
-    factories = {AUTODIFF: autodiff_step, NUMPY: numpy_step, TORCH: torch_step,
+    factories = {AUTODIFF: autodiff_step, JIT: lambda: autodiff_step(jit=True),
+                 NUMPY: numpy_step, TORCH: torch_step,
                  "autodiff, nn.GRU": autodiff_layer_step,
                  "PyTorch CPU, nn.GRU": torch_layer_step}  # fmt: skip
     check_grads(factories)

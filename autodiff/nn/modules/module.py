@@ -347,6 +347,8 @@ class Module:
     def zero_grad(self, set_to_none=True):
         """Clear the gradients of every parameter."""
         checks.flag("Module.zero_grad", "set_to_none", set_to_none)
+        if tracing.active[0] is not None:  # inside jit: the gradients are the program's
+            tracing.module_called(self)
         for p in self.parameters():
             if set_to_none or p.grad is None:
                 p.grad = None

@@ -42,4 +42,4 @@ def test_alone_times_in_blocks_and_without_leaves_torch_out(capsys):
     main(["mlp", "--repeats", "2", "--alone", "--without", "torch"])
     out = capsys.readouterr().out
     assert "runs of each alone" in out
-    assert set(_rows(out)) == {"autodiff (numpy)", "hand-written NumPy"}
+    assert set(_rows(out)) == {"autodiff (numpy)", "autodiff jit (numpy)", "hand-written NumPy"}

@@ -134,7 +134,8 @@ def _floats(xp, scalars):
 
 
 def fit(model, loss_fn, optimizer, data, *, epochs=1, scheduler=None, evaluate=None,
-        clip_grad_norm=None, progress=True, log_every=10, history=None):  # fmt: skip
+        clip_grad_norm=None, progress=True, log_every=10, history=None,
+        jit=False):  # fmt: skip
     """Train ``model``: for each batch ``(x, y)``, ``loss = loss_fn(model(x), y)``,
     backward and ``optimizer.step()``.
 
@@ -145,9 +146,24 @@ def fit(model, loss_fn, optimizer, data, *, epochs=1, scheduler=None, evaluate=N
     ``evaluate(model)`` may return a dict of metrics, recorded each epoch (in eval
     mode, without gradients). Returns a ``History`` (pass one to continue it).
     The progress bar is ``tqdm.auto``: a widget in notebooks, text in a terminal.
+    ``jit=True`` runs each step through ``ad.jit`` (recorded once per batch shape and
+    state, then replayed): the same losses and parameters as without.
     """
     from tqdm.auto import tqdm
 
+    def one_step(x, y):
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        if clip_grad_norm is not None:
+            clip_grad_norm_(model.parameters(), clip_grad_norm)
+        optimizer.step()
+        return loss
+
+    if jit:
+        from .transforms.jit import jit as _jit
+
+        one_step = _jit(one_step)
     history = History() if history is None else history
     start = time.perf_counter()
     for epoch in range(epochs):
@@ -159,12 +175,7 @@ def fit(model, loss_fn, optimizer, data, *, epochs=1, scheduler=None, evaluate=N
         losses = []
         xp = None
         for step, (x, y) in enumerate(bar):
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            if clip_grad_norm is not None:
-                clip_grad_norm_(model.parameters(), clip_grad_norm)
-            optimizer.step()
+            loss = one_step(x, y)
             losses.append(loss.detach())
             xp = loss.__array_namespace__()
             if progress and (step + 1) % log_every == 0:

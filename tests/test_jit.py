@@ -471,3 +471,23 @@ def test_every_op_under_jit_equals_eager_bit_for_bit(name):
                 ins = [xp.asarray(a) for a in ins] if tensors else ins
                 _same(jf(*ins), f(*ins))
             assert jf.traces == 1, sample.label
+
+
+@pytest.mark.parametrize("clip", [None, 0.5])
+def test_fit_with_jit_trains_as_without(clip):
+    """training.fit(..., jit=True): the same losses and parameters, bit for bit, over two
+    epochs whose last batch is shorter (another shape: traced again, then replayed)."""
+    from autodiff.training import fit
+
+    data = np.random.default_rng(7)
+    x = data.standard_normal((50, 4)).astype(F32)
+    y = data.integers(0, 3, 50)
+    batches = [(xp.asarray(x[i : i + 16]), xp.asarray(y[i : i + 16])) for i in range(0, 50, 16)]
+    results = []
+    for jit in (False, True):
+        model, opt, _ = _mlp_sgd()()
+        history = fit(model, F.cross_entropy, opt, batches, epochs=2, clip_grad_norm=clip,
+                      progress=False, jit=jit)  # fmt: skip
+        results.append((history.losses, _snapshot(model)))
+    (want, want_model), (got, got_model) = results
+    assert got == want and _unchanged(got_model, want_model)

@@ -654,3 +654,42 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def check_jit(inputs, steps, xp, seed=0):
+    """(OK, "") if ``ad.jit`` of the program's ``value_and_grad`` (the loss of ``_loss``)
+    equals eager bit for bit, on the tracing call and on a replay at other values;
+    (FAIL, what differed or what raised); (SKIP, why) where eager itself raises."""
+    import autodiff as ad
+
+    rng = np.random.default_rng(seed)
+    with np.errstate(all="ignore"):
+        vals = _run(np, steps, inputs)
+    weights = [rng.standard_normal(np.shape(v))
+               + (1j * rng.standard_normal(np.shape(v)) if np.iscomplexobj(v) else 0)
+               for v in vals]  # fmt: skip
+
+    def loss(*ins):
+        return _loss(xp, _run(xp, steps, ins), weights, xp.asarray)
+
+    eager = ad.value_and_grad(loss, argnums=tuple(range(len(inputs))))
+    jitted = ad.jit(eager)
+    for shift in (0.0, 0.01):  # the trace, then a replay
+        ins = [xp.asarray(np.asarray(a) + shift) for a in inputs]
+        try:
+            with np.errstate(all="ignore"):
+                want = eager(*ins)
+        except Exception as exc:  # the backend's refusal (strict's slices), not jit's
+            return SKIP, f"{type(exc).__name__}: {exc}"
+        try:
+            with np.errstate(all="ignore"):
+                got = jitted(*ins)
+        except Exception as exc:
+            return FAIL, f"{type(exc).__name__}: {exc}"
+        (wv, wg), (gv, gg) = want, got
+        for w, g in zip((wv, *wg), (gv, *gg)):
+            if not np.array_equal(np.asarray(w.data), np.asarray(g.data), equal_nan=True):
+                return FAIL, f"shift {shift}: jit {g} != eager {w}"
+    if jitted.traces != 1:
+        return FAIL, f"traced {jitted.traces} times"
+    return OK, ""

@@ -21,3 +21,26 @@ def test_random_programs_match_torch_and_central_differences(backend, programs):
     assert not out[fuzz.FAIL], failures
     # nearly every program is compared: what torch or the backend can't run is the rest
     assert out[fuzz.OK] >= 0.85 * programs, out
+
+
+@pytest.mark.parametrize("backend, programs", [("numpy", 200), ("array_api_strict", 60)])
+def test_random_programs_under_jit_equal_eager(backend, programs):
+    """The same random programs, value and gradients, replayed by ``ad.jit``: equal to
+    eager bit for bit (the same kernels run), traced once."""
+    import importlib
+
+    import numpy as np
+
+    import autodiff as ad
+
+    xp = ad.Autodiff(importlib.import_module(backend))
+    rng = np.random.default_rng(2027)
+    failures, compared = [], 0
+    for k in range(programs):
+        inputs, steps = fuzz.make_program(rng)
+        status, what = fuzz.check_jit(inputs, steps, xp, seed=k)
+        if status == fuzz.FAIL:
+            failures.append(f"{steps}\n# {what}")
+        compared += status == fuzz.OK
+    assert not failures, "\n\n".join(failures[:5])
+    assert compared >= 0.8 * programs  # the rest: programs the backend itself refuses

@@ -257,6 +257,7 @@ class Recorder:
             public = op.public(fn, self)
             public.__name__ = public.__qualname__ = fn.__name__
             public.__doc__ = fn.__doc__
+            public.internal = fn  # the op's own convention (jit's redirect calls it)
             fn = public
         if op.name in standard.SIGNATURES:  # help(), inspect and IDEs see the standard's
             sig = standard.signature(op.name)
@@ -315,6 +316,12 @@ class Recorder:
         """The raw array of a Tensor of this namespace; anything else as it is."""
         if isinstance(a, Tensor):
             if type(a) is not self.cls:
+                if (
+                    tracing.active[0] is not None
+                    and tracing.recorders.get(getattr(a._rec.backend, "key", None)) is self
+                ):  # jit's namespace meeting an eager Tensor: state of the trace
+                    tracing.active[0].lift(a)
+                    return a.data
                 if tracing.active[0] is not None and tracing.traced_recorder((a,)):
                     raise NotImplementedError(
                         f"jit: {name}: the traced function writes a traced value into a "

@@ -3,7 +3,7 @@ refuses to run while it does."""
 
 from __future__ import annotations
 
-__all__ = ["active", "refuse_state", "module_called", "optimizer_called", "state_use"]
+__all__ = ["active", "refuse_state", "module_called", "optimizer_called", "state_use", "number"]
 
 active: list = [None]  # the program being recorded; None outside a trace
 
@@ -44,6 +44,22 @@ def optimizer_called(opt) -> None:
         active[0].optimizer(opt)
 
 
+class Number:
+    """A Python number a transform returns (``grad`` of a function of a Python number)
+    from a traced 0-d Tensor: ``jit`` reads it when each replay ends."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+def number(t):
+    """``t.item()``, or while ``jit`` traces, a :class:`Number` of ``t`` (a host read
+    there would bake the traced value into the program)."""
+    return t.item() if active[0] is None else Number(t)
+
+
 recorders: dict = {}  # eager backend key -> the Recorder of its trace namespace (jit's)
 arrays: dict = {}  # trace array type -> the Recorder of its trace namespace
 
@@ -75,7 +91,9 @@ def redirect(op, args, kwargs, caller):
     fn = trace.xp
     for part in op.name.split("."):
         fn = getattr(fn, part)
-    return fn(*args, **kwargs)
+    # the arguments come in the op's own convention (``concat(*arrays)``), not the
+    # public function's (``concat(arrays)``)
+    return getattr(fn, "internal", fn)(*args, **kwargs)
 
 
 def traced_recorder(args):

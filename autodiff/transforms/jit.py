@@ -224,6 +224,10 @@ class TraceArray:
     # NumPy's own functions on a traced array: refused, as they would bake the arrays of
     # Tensors made outside the function (state) into the program unseen
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # a NumPy scalar meeting a traced NumPy array (np.float64(2) * x): the ufunc is
+        # the backend's own function there, recorded as any other call
+        if method == "__call__" and self._B.key == "numpy":
+            return _emit(self._B, ufunc, inputs, kwargs, effect="out" in kwargs)
         _outside(f"numpy.{ufunc.__name__}")
 
     def __array_function__(self, func, types_, args, kwargs):
@@ -501,6 +505,8 @@ class _Program:
         for kind, slot, rec in self.outputs:
             if kind == "raw":
                 out.append(next(got))
+            elif kind == "number":
+                out.append(next(got).item())
             elif kind == "tensor":
                 out.append(rec.wrap(next(got)))
             else:
@@ -713,6 +719,14 @@ def _trace(f, leaves, treedef, rebuild):
         elif isinstance(o, TraceArray) and o.slot >= 0:
             prog.outputs.append(("raw", o.slot, None))
             result.append(o.value)
+        elif type(o) is tracing.Number:  # a Python number out (read when a replay ends)
+            d = o.tensor.data
+            if isinstance(d, TraceArray) and d.slot >= 0:
+                prog.outputs.append(("number", d.slot, None))
+                result.append(d.value.item())
+            else:
+                prog.outputs.append(("const", o.tensor.item(), None))
+                result.append(prog.outputs[-1][1])
         else:
             if isinstance(o, (Tensor, TraceArray)):
                 raise NotImplementedError(

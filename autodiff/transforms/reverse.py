@@ -17,7 +17,7 @@ import functools
 import math
 
 from .. import checks, pytree
-from ..engine import backward, grad_mode, versions
+from ..engine import backward, grad_mode, tracing, versions
 from ..engine.batching import Batched, active, depth
 from ..engine.grad_mode import mode
 from ..engine.namespace import recorder_of
@@ -227,7 +227,7 @@ def _as_kind(g, kind):
     if kind == TENSOR or not isinstance(g, Tensor) or g.requires_grad:
         return g
     if kind == NUMBER:
-        return g.item()  # a Python number in, a Python number out
+        return tracing.number(g)  # a Python number in, a Python number out
     return g.data
 
 

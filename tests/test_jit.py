@@ -113,9 +113,17 @@ def test_a_namespace_captured_outside_the_function_is_traced():
         assert jitted.traces == 1
 
 
-def test_numpy_functions_on_a_traced_array_raise_naming_the_line():
-    with pytest.raises(TypeError, match=f"numpy.sin called on a traced array at {__file__}"):
-        ad.jit(lambda x: np.sin(x))(np.ones(2))
+def test_numpy_ufuncs_on_a_traced_numpy_array_are_recorded_other_functions_raise():
+    """A ufunc on a traced NumPy array is the backend's own function: recorded (so is
+    ``np.float64(2) * x``, which NumPy sends to the ufunc); NumPy's other functions
+    raise naming the line."""
+    f = ad.jit(lambda x: np.sin(x) * np.float64(2.0))
+    for x in (np.ones(2), np.full(2, 0.5)):
+        assert np.array_equal(f(x), np.sin(x) * 2.0)
+    assert f.traces == 1
+    match = f"numpy.concatenate called on a traced array at {__file__}"
+    with pytest.raises(TypeError, match=match):
+        ad.jit(lambda x: np.concatenate([x, x]))(np.ones(2))
 
 
 # -- the signature ----------------------------------------------------------------------------

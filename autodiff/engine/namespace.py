@@ -573,6 +573,35 @@ def _unary(rec, op, raw):
     return unary
 
 
+def _operand(rec, op, fn, x1, x2, other):
+    """``fn(x1, x2)`` of a binary op whose operand ``other`` is neither a Tensor of the
+    namespace nor a Python number: inside ``vmap`` a batch (the op's batching rule),
+    inside ``jit`` a traced array (the trace namespace's op); else None (go on), or a
+    TypeError for an array of another library."""
+    if _vmapping[0] and type(other) is Batched:
+        return _batched_call(op, fn, (x1, x2), _NO_KWARGS)
+    if tracing.active[0] is not None and type(other) in tracing.arrays:
+        out = tracing.redirect(op, (x1, x2), _NO_KWARGS, rec)
+        if out is not None:
+            return out
+    if rec.foreign(other):
+        raise rec.foreign_error(op.name, other)
+    return None
+
+
+def _no_tensor(rec, op, raw, fn, x1, x2):
+    """``fn(x1, x2)`` of a binary op given no Tensor: batches inside ``vmap``, traced
+    arrays inside ``jit``, else the backend's result wrapped."""
+    if _vmapping[0] and (type(x1) is Batched or type(x2) is Batched):
+        return _batched_call(op, fn, (x1, x2), _NO_KWARGS)
+    if tracing.active[0] is not None:
+        out = tracing.redirect(op, (x1, x2), _NO_KWARGS, rec)
+        if out is not None:
+            return out
+    rec.check_native(op.name, (x1, x2))
+    return rec.wrap_out(raw(x1, x2))
+
+
 def _binary(rec, op, raw):
     cls, xp, name, B = rec.cls, rec.xp, op.name, rec.backend
     array_type, asarray = rec.backend.array_type, rec.backend.asarray
@@ -587,8 +616,6 @@ def _binary(rec, op, raw):
     same = op.same
     real_only = diff and not op.complex  # complex inputs refused (one test per call)
     is_complex = rec.is_complex
-    vmapping, batched_call = _vmapping, _batched_call  # inside vmap (batching.py)
-    foreign = rec.foreign
 
     def binary(x1, x2, /):
         # The common cases first: tensor (op) tensor, tensor (op) Python scalar.
@@ -602,39 +629,24 @@ def _binary(rec, op, raw):
             elif isinstance(x2, Tensor):
                 return rec.mixed(op, (x1, x2), _NO_KWARGS, x2)
             else:
-                if vmapping[0] and type(x2) is Batched:
-                    return batched_call(op, binary, (x1, x2), _NO_KWARGS)
-                if tracing.active[0] is not None and type(x2) in tracing.arrays:
-                    out = tracing.redirect(op, (x1, x2), _NO_KWARGS, rec)  # jit's array
+                if type(x2) not in _PYTHON_SCALARS:  # not the common x * 2.0
+                    out = _operand(rec, op, binary, x1, x2, x2)
                     if out is not None:
                         return out
-                if type(x2) not in _PYTHON_SCALARS and foreign(x2):
-                    raise rec.foreign_error(name, x2)
                 b = x2
                 r = x1._rg and rule1 is not None
         elif type(x2) is cls:
             if isinstance(x1, Tensor):
                 return rec.mixed(op, (x1, x2), _NO_KWARGS, x1)
-            if vmapping[0] and type(x1) is Batched:
-                return batched_call(op, binary, (x1, x2), _NO_KWARGS)
-            if tracing.active[0] is not None and type(x1) in tracing.arrays:
-                out = tracing.redirect(op, (x1, x2), _NO_KWARGS, rec)  # jit's array
+            if type(x1) not in _PYTHON_SCALARS:
+                out = _operand(rec, op, binary, x1, x2, x1)
                 if out is not None:
                     return out
-            if type(x1) not in _PYTHON_SCALARS and foreign(x1):
-                raise rec.foreign_error(name, x1)
             a = x1
             b = x2.data
             r = 2 * (x2._rg and rule2 is not None)
         else:
-            if vmapping[0] and (type(x1) is Batched or type(x2) is Batched):
-                return batched_call(op, binary, (x1, x2), _NO_KWARGS)
-            if tracing.active[0] is not None:  # inside jit: traced arrays go to the trace
-                out = tracing.redirect(op, (x1, x2), _NO_KWARGS, rec)
-                if out is not None:
-                    return out
-            rec.check_native(name, (x1, x2))
-            return rec.wrap_out(raw(x1, x2))
+            return _no_tensor(rec, op, raw, binary, x1, x2)
         try:
             out = raw(a, b)
         except Exception as exc:

@@ -399,15 +399,6 @@ SPARSE_CASES = {
 }
 
 
-def _central(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 @pytest.mark.parametrize("case", sorted(SPARSE_CASES))
 def test_sparse_gradients_whatever_the_fill_values(case):
     sparse = pytest.importorskip("sparse", reason="the sparse backend needs sparse")

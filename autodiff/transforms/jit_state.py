@@ -68,7 +68,6 @@ class State:
     def __init__(self, program, trace_of, trace_array):
         self.program, self.trace_of, self.trace_array = program, trace_of, trace_array
         self.cells = []  # ("data", t) | ("grad", t) | ("entry", dict, key), input order
-        self.slots = set()  # their input slots
         self.lifted = []  # (Tensor, eager class, buffer, copy of it) of each lifted Tensor
         self.entries = []  # (dict, key, array, copy) of each lifted optimizer array
         self.params = []  # (parameter, its gradient when lifted)
@@ -80,7 +79,6 @@ class State:
     def _input(self, cell, value, cls):
         slot = self.program.new_slot()
         self.program.inputs.append(slot)
-        self.slots.add(slot)
         self.cells.append(cell)
         return cls(value, slot)
 

@@ -95,8 +95,10 @@ def cotangent(rec, g, like, what):
 # paired with the inlined loop): the next node 3.9%, pull() of a plain element-wise node
 # 5.7%, freeing what the node saved 3.0%, send() of a chain's link (one input, fitted, the
 # only pending node) about 4% of the whole benchmark (issue 28's A/B against the tree before
-# the engine's split). The other steps are calls: each costs about 2.5% there, which is why
-# the loop takes no more than one of them (send) per plain node.
+# the engine's split). send() of one fitted gradient to a buffered node, and intercept() of
+# a transform's targets, cost 4% and 2.5% of ``ad.vjp`` in benchmarks/forward.py. The other
+# steps are calls: each costs about 2.5% there, which is why the loop takes no more than
+# one of them (send) per plain node.
 def _keeps_zeros(node):
     """Whether ``node``'s rule keeps the structural zeros of its gradient zero: one that
     reads no array (g, -g, g * 0.9) does; one that isn't element-wise keeps the mask only
@@ -116,13 +118,14 @@ class Pass:
 
     ``run`` is the walk of ``tests/reference_walker.py`` (the obvious backward: read it
     first) with the engine's fast paths. Its steps, in the order the loop takes them:
-    the next node (inlined), ``intercept`` (hooks, targets), ``pull`` (the rule; inlined
-    for plain element-wise nodes), freeing what the node saved (inlined), ``send`` (the
-    gradients to the inputs; inlined for a chain's link); then ``finish`` (``flush``,
-    ``commit``). The state of the walk, made by ``begin``: ``heap`` and ``buffers`` (the
-    pending gradients of the nodes waiting their turn), ``masks`` (their structural zeros,
-    see node.Zeros), ``short`` (their deferred broadcasts, see ``fit``), ``stop``,
-    ``useful`` and ``captured`` (targets), ``freed`` (what a freed node points to).
+    the next node (inlined), ``intercept`` (hooks, targets; inlined without hooks),
+    ``pull`` (the rule; inlined for plain element-wise nodes), freeing what the node saved
+    (inlined), ``send`` (the gradients to the inputs; inlined for one fitted gradient);
+    then ``finish`` (``flush``, ``commit``). The state of the walk, made by ``begin``:
+    ``heap`` and ``buffers`` (the pending gradients of the nodes waiting their turn),
+    ``masks`` (their structural zeros, see node.Zeros), ``short`` (their deferred
+    broadcasts, see ``fit``), ``stop``, ``useful`` and ``captured`` (targets), ``freed``
+    (what a freed node points to).
     """
 
     def __init__(self, rec, create: bool):
@@ -152,12 +155,13 @@ class Pass:
         With ``targets`` (a list of nodes) nothing accumulates: the gradient reaching
         each target is returned, and the graph is not walked beyond them.
 
-        Three steps are inlined in the loop (see the comment above the class for what a
+        Some steps are inlined in the loop (see the comment above the class for what a
         call per node would cost them).
         """
         self.begin(roots, root_grads, targets)
         heap, buffers, short, masks, freed = self.state()
         xp, intercepting, plain = self.xp, self.intercepting, not self.create and not self.watch
+        hooking, stop, useful, captured = self.hooking, self.stop, self.useful, self.captured
         nxt = nxt_g = None  # a chain's next node and its gradient: kept off the heap (send)
         while True:
             # the next node: the chain's, else the pending one created last (inlined)
@@ -169,8 +173,14 @@ class Pass:
             else:
                 break
             if intercepting:
-                g = self.intercept(node, g)
-                if g is None:
+                if hooking:
+                    g = self.intercept(node, g)
+                    if g is None:
+                        continue
+                elif node in stop:  # intercept() of a transform's targets (inlined)
+                    captured[node] = g
+                    continue
+                elif useful is not None and node not in useful:
                     continue
             if node.versions or node.args is None:
                 check_node(node)
@@ -218,12 +228,20 @@ class Pass:
                 node.kwargs = freed
                 node.versions = ()
             args = a = b = None  # the saved values die here, not with the next node
-            if lone is not None and not heap:
-                # send() of a chain's link (inlined): the gradient, fitted and plain, to
-                # the only pending node, a one-output one
+            if lone is not None:
+                # send() of a gradient, fitted and plain, to a one-output node (inlined):
+                # a chain's next link when no other node is pending, else buffered
                 parent, gi = lone[0][0], lone[1]
                 if parent is not None and parent.outs is None and type(gi) not in _WRAPPED:
-                    nxt, nxt_g = parent, gi
+                    if not heap:  # then no buffer either: the chain runs on
+                        nxt, nxt_g = parent, gi
+                    elif parent in buffers:
+                        buffers[parent] = buffers[parent] + gi
+                        if masks:  # a gradient with no structural zeros joined it
+                            masks.pop(parent, None)
+                    else:
+                        buffers[parent] = gi
+                        heappush(heap, (-parent.seq, parent))
                     grads = lone = gi = g = None
                     continue
             nxt, nxt_g = self.send(node, grads, fitted, extra)

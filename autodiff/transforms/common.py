@@ -36,21 +36,29 @@ IDENTITY = Op("identity", "transforms", vjp=(lambda xp, g, ans, x: g,), saves=()
 _running = grad_mode.transforming  # how many transforms' functions run in this thread
 
 
-@contextlib.contextmanager
-def calling():
-    """Run a transform's function (recording); yields how many enclosing transforms are
-    running theirs.
+class calling:
+    """Run a transform's function (recording): ``with calling() as enclosing``, how many
+    enclosing transforms are running theirs.
 
     Forward and reverse transforms alike count: a reverse transform inside any of them
     records its backward pass when its function closes over an enclosing transform's
-    variable (``jvp`` of ``grad`` of a closure), else that transform sees a constant."""
-    depth = _running.depth
-    _running.depth = depth + 1
-    try:
-        with grad_mode.enable_grad():
-            yield depth
-    finally:
-        _running.depth = depth
+    variable (``jvp`` of ``grad`` of a closure), else that transform sees a constant. A
+    class, not a generator: entered once per transform call (1% of a small ``ad.jvp``)."""
+
+    __slots__ = ("_depth", "_grad")
+
+    def __enter__(self):
+        depth = self._depth = _running.depth
+        _running.depth = depth + 1
+        self._grad = grad_mode.enable_grad()
+        self._grad.__enter__()
+        return depth
+
+    def __exit__(self, *exc):
+        try:
+            self._grad.__exit__(*exc)
+        finally:
+            _running.depth = self._depth
 
 
 def running():

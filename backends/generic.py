@@ -115,13 +115,17 @@ def embed(xp, g, shape, key):
     integers, ``None``, ``...``): the adjoint of ``x[key]``. Where the library has no
     item assignment, each indexed axis is laid out in turn (:func:`_place`)."""
     if xp.mutable:  # the key as it is: the backward of every x[i] takes this path
-        z = xp.zeros(tuple(shape), dtype=g.dtype, device=device_of(g))
-        if 0 in tuple(g.shape):  # nothing to write (dask refuses an empty write)
+        # (written for speed: a replayed ad.jit step runs it on every x[i]'s gradient)
+        z = xp.zeros(shape if type(shape) is tuple else tuple(shape), dtype=g.dtype,
+                     device=device_of(g))  # fmt: skip
+        if 0 in g.shape:  # nothing to write (dask refuses an empty write)
             return z
-        parts = key if isinstance(key, tuple) else (key,)
-        if any(k is None for k in parts):  # new axes: dropped from the key and from g
-            key = tuple(k for k in parts if k is not None)
-            g = xp.reshape(g, tuple(z[key].shape))
+        parts = key if type(key) is tuple else (key,)
+        for k in parts:
+            if k is None:  # new axes: dropped from the key and from g
+                key = tuple(k for k in parts if k is not None)
+                g = xp.reshape(g, tuple(z[key].shape))
+                break
         z[key] = g
         return z
     parts = _parts(key, len(shape))

@@ -8,6 +8,7 @@ checks that it gives the hand-written value and gradient (rtol 1e-12)."""
 from __future__ import annotations
 
 import statistics
+import time
 
 import numpy as np
 
@@ -117,7 +118,31 @@ def main(repeats: int = 200) -> str:
     e, j = statistics.median(times[EAGER]), statistics.median(times[JIT])
     paired = statistics.median(a / b for a, b in zip(times[EAGER], times[JIT]))
     out.append(f"\neager / jit: {e / j:.2f} (paired: {paired:.2f})")
+    first, retrace = _trace_costs(max(5, repeats // 10))
+    out.append(
+        f"jit's first call (the trace) {first:.0f} µs, a retrace (a new shape) {retrace:.0f} "
+        f"µs: {first / (e * 1e6):.1f} and {retrace / (e * 1e6):.1f} eager calls (medians)"
+    )
     return "\n".join(out)
+
+
+def _trace_costs(runs):
+    """Medians of jit's first call (a fresh ``ad.jit``) and of a retrace (a known
+    function called with a new shape), in µs."""
+    first, again = [], []
+    for k in range(runs):
+        f = ad.jit(ad.value_and_grad(rosenbrock))
+        x = np.linspace(-1.2, 1.0, N + k)
+        t0 = time.perf_counter()
+        f(x)
+        first.append(time.perf_counter() - t0)
+        f(x)  # replayed: the next shape is new
+        x = np.linspace(-1.2, 1.0, N + runs + k)
+        t0 = time.perf_counter()
+        f(x)
+        again.append(time.perf_counter() - t0)
+        assert f.traces == 2
+    return statistics.median(first) * 1e6, statistics.median(again) * 1e6
 
 
 if __name__ == "__main__":

@@ -151,6 +151,31 @@ def test_same_signature_replays_and_a_new_one_traces_again():
     assert jf.traces == 5 and len(calls) == 5
 
 
+@pytest.mark.parametrize("lib", [np, xs], ids=["numpy", "strict"])
+def test_arrays_alone_replay_and_retrace_as_trees_do(lib):
+    # positional arrays take the call's short path: the same signature rules hold there
+    def f(x, y):
+        return x * y + 1.0
+
+    jf = ad.jit(f)
+    x, y = lib.asarray([1.0, 2.0]), lib.asarray([3.0, 4.0])
+    for _ in range(3):  # one trace; later calls find it by the short key
+        out = jf(x, y)
+    assert np.array_equal(np.asarray(out), [4.0, 9.0]) and jf.traces == 1
+    assert np.array_equal(np.asarray(jf(y, x)), [4.0, 9.0]) and jf.traces == 1
+    assert np.array_equal(np.asarray(jf(x, x)), [2.0, 5.0]) and jf.traces == 2  # aliased
+    x32 = lib.asarray([1.0, 2.0], dtype=lib.float32)
+    out = jf(x32, x32)  # a new dtype
+    assert out.dtype == lib.float32 and jf.traces == 3
+    assert np.array_equal(np.asarray(jf(lib.ones(3), lib.ones(3))), [2.0] * 3)  # a new shape
+    assert jf.traces == 4
+    with ad.no_grad():  # the recording mode is part of the signature
+        assert np.array_equal(np.asarray(jf(x, y)), [4.0, 9.0])
+    assert jf.traces == 5
+    assert np.array_equal(np.asarray(jf(x, 2.0)), [3.0, 5.0])  # a Python number: by value
+    assert np.array_equal(np.asarray(jf(x, 3.0)), [4.0, 7.0]) and jf.traces == 7
+
+
 def test_an_array_the_function_closes_over_is_read_on_each_replay():
     scale = np.array([1.0, 2.0])
     jf = ad.jit(lambda x: x * scale)

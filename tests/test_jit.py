@@ -389,7 +389,10 @@ def _gru():
 CROSS_ENTROPY = lambda model, x, y: F.cross_entropy(model(x), y)  # noqa: E731
 TRAININGS = {
     "mlp, SGD with momentum": (_mlp_sgd(), CROSS_ENTROPY, 2),
-    "mlp, Adam": (_mlp_sgd(opt=lambda p: ad.optim.Adam(p, lr=0.01)), CROSS_ENTROPY, 20),
+    "mlp, Adam": (_mlp_sgd(opt=lambda p: ad.optim.Adam(p, lr=0.01)), CROSS_ENTROPY, 2),
+    "mlp, NAdam": (_mlp_sgd(opt=lambda p: ad.optim.NAdam(p, lr=0.01)), CROSS_ENTROPY, 2),
+    # RAdam's step count decides a branch in Python: each step traces again
+    "mlp, RAdam": (_mlp_sgd(opt=lambda p: ad.optim.RAdam(p, lr=0.01)), CROSS_ENTROPY, 20),
     "BatchNorm, SGD": (
         _mlp_sgd(lambda: (nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))),
         CROSS_ENTROPY,
@@ -403,8 +406,8 @@ TRAININGS = {
 def test_a_training_step_under_jit_leaves_what_eager_leaves(case):
     """opt.zero_grad(); loss.backward(); opt.step() under jit: the same losses, parameters,
     gradients, buffers and optimizer state as eager, bit for bit. The first trace makes
-    the optimizer's state and the gradients, the second replays from then on; Adam's
-    step count is a Python number its update reads, so each step traces again."""
+    the optimizer's state and the gradients, the second replays from then on (Adam's
+    step count, a Python number, is read anew by each replay)."""
     make, loss_of, traces = TRAININGS[case]
     want_losses, want_model, want_opt, _ = _training(make, loss_of=loss_of)
     losses, model, opt, n = _training(make, jit=True, loss_of=loss_of)
@@ -416,6 +419,84 @@ def test_a_training_step_under_jit_leaves_what_eager_leaves(case):
         for k in p:
             assert np.array_equal(np.asarray(p[k]), np.asarray(q[k]))
     assert n == min(traces, steps)
+
+
+OPTIMIZERS = {  # the numbers each reads anew on a replay: its lr, its step count...
+    "Adam": lambda p: ad.optim.Adam(p, lr=0.01),
+    "AdamW, amsgrad": lambda p: ad.optim.AdamW(p, lr=0.01, amsgrad=True),
+    "NAdam": lambda p: ad.optim.NAdam(p, lr=0.01),
+    "Adamax": lambda p: ad.optim.Adamax(p),
+    "Adagrad": lambda p: ad.optim.Adagrad(p, lr=0.1, lr_decay=0.01),
+    "RMSprop": lambda p: ad.optim.RMSprop(p, lr=0.01, centered=True, momentum=0.9),
+    "SGD": lambda p: ad.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_step_counts_and_a_schedule_are_read_by_each_replay(name, dtype):
+    """An optimizer's step count and a schedule's learning rate change every step: each
+    replay reads them (no trace per step) and leaves what eager leaves, bit for bit,
+    with no promotion of float32 parameters (the numbers stay Python's)."""
+
+    def run(jit):
+        nn.init.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(dtype=dtype)
+        opt = OPTIMIZERS[name](model.parameters())
+        sched = ad.optim.lr_scheduler.StepLR(opt, 3, gamma=0.5)
+        data = np.random.default_rng(1)
+        x = xp.asarray(data.standard_normal((16, 4)).astype(dtype))
+        y = xp.asarray(data.integers(0, 3, 16))
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = ad.jit(step) if jit else step
+        losses = []
+        for _ in range(12):
+            losses.append(f(x, y).data)
+            sched.step()
+        return losses, model, opt, getattr(f, "traces", None)
+
+    want, want_model, want_opt, _ = run(False)
+    got, model, opt, traces = run(True)
+    assert traces == 2  # the first step makes the state, the second is replayed from then
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    assert _unchanged(_snapshot(model), _snapshot(want_model))
+    assert all(p.data.dtype == np.dtype(dtype) for p in model.parameters())
+    for p, q in zip(opt.state.values(), want_opt.state.values()):
+        assert {k: type(v) for k, v in p.items()} == {k: type(v) for k, v in q.items()}
+        assert all(np.array_equal(np.asarray(p[k]), np.asarray(q[k])) for k in p)
+    assert opt.param_groups[0]["lr"] == want_opt.param_groups[0]["lr"]
+
+
+def test_other_hyper_parameters_retrace():
+    nn.init.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = ad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x, y = xp.asarray(np.ones((4, 3), dtype=F32)), xp.asarray(np.array([0, 1, 1, 0]))
+
+    @ad.jit
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(3):
+        step(x, y)
+    assert step.traces == 2
+    opt.param_groups[0]["lr"] = 0.05  # read by the replay
+    step(x, y)
+    assert step.traces == 2
+    opt.param_groups[0]["momentum"] = 0.5  # baked into the program: traced again
+    step(x, y)
+    assert step.traces == 3
 
 
 def test_state_written_outside_modules_is_written_on_each_replay():

@@ -19,6 +19,8 @@ class Adagrad(Optimizer):
     is created with the optimizer, as torch does.
     """
 
+    _traced_numbers = ("step",)  # read anew by each ad.jit replay (jit_state)
+
     def __init__(
         self,
         params,

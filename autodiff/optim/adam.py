@@ -47,6 +47,7 @@ class Adam(Optimizer):
         )
         super().__init__(params, defaults)
 
+    _traced_numbers = ("step",)  # read anew by each ad.jit replay (jit_state)
     _nonnegative = ("eps", "weight_decay")
 
     def _update(self, p, g, group, state):
@@ -106,6 +107,7 @@ class Adamax(Optimizer):
         )
         super().__init__(params, defaults)
 
+    _traced_numbers = ("step",)  # read anew by each ad.jit replay (jit_state)
     _nonnegative = ("eps", "weight_decay")
 
     def _update(self, p, g, group, state):
@@ -153,6 +155,7 @@ class NAdam(Optimizer):
         )
         super().__init__(params, defaults)
 
+    _traced_numbers = ("step", "mu_product")  # read anew by each ad.jit replay (jit_state)
     _nonnegative = ("eps", "weight_decay", "momentum_decay")
 
     def _update(self, p, g, group, state):
@@ -200,6 +203,8 @@ class RAdam(Optimizer):
         )
         super().__init__(params, defaults)
 
+    # no _traced_numbers: its step count decides a branch (rho_t > 5) in Python, so a
+    # step under ad.jit is traced again for each count
     _nonnegative = ("eps", "weight_decay")
 
     def _update(self, p, g, group, state):

@@ -13,6 +13,8 @@ class RMSprop(Optimizer):
     ``buf = momentum*buf + g/avg``, ``p -= lr*buf``, else ``p -= lr*g/avg``.
     """
 
+    _traced_numbers = ("step",)  # read anew by each ad.jit replay (jit_state)
+
     def __init__(
         self,
         params,

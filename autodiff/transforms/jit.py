@@ -341,6 +341,10 @@ def _emit(B, fn, args, kwargs, effect=False, check=False):
     if prog is None:  # building the trace namespace: nothing to record
         return _wrap(out, B, None)[0]
     wrapped, outs = _wrap(out, B, prog)
+    if outs is None and type(out) in _NUMBERS and any(type(a) is _traced[B.key][1]._number
+                                                      for a in args):  # fmt: skip
+        outs = prog.new_slot()  # a Python number computed from state's: traced on
+        wrapped = _traced[B.key][1]._number(out, outs)
     if outs is None and not effect:
         return out  # no array out (finfo, result_type...): depends on dtypes only
     shapes = None
@@ -351,6 +355,9 @@ def _emit(B, fn, args, kwargs, effect=False, check=False):
     prog.append(fn, args_t, tuple(tops), tuple(nested), rkw, tuple(kslots), outs, effect,
                 shapes)  # fmt: skip
     return wrapped
+
+
+_NUMBERS = (bool, int, float, complex)
 
 
 def _shapes(out):
@@ -596,6 +603,10 @@ def _trace_backend(B):
     # NumPy's scalars (a 0-d ufunc result), traced as the engine sees them in eager: the
     # engine turns them into arrays where it turns NumPy's (scalar_types)
     cls._scalar = type("TraceScalar", (cls,), {"__slots__": ()})
+    # A Python number of state (an optimizer's step count, its learning rate): read anew
+    # by each replay, and what is computed from it alone stays a Python number, so that it
+    # meets arrays as eager's number does (NumPy's weak scalars: no dtype promotion)
+    cls._number = type("TraceNumber", (cls,), {"__slots__": ()})
     _traced[B.key] = (tb, cls, None)
     _traced_namespace(B, B, tb)
     for sub in ("linalg", "fft"):
@@ -607,7 +618,7 @@ def _trace_backend(B):
     tb.__array_namespace_info__ = B.__array_namespace_info__
     tb.array_type = cls
     tb.scalar_types = (cls._scalar,) if B.scalar_types else ()
-    tb.is_array = lambda x: isinstance(x, cls) and type(x) is not cls._scalar
+    tb.is_array = lambda x: isinstance(x, cls) and type(x) not in (cls._scalar, cls._number)
     tb.host_checks = False  # a check would read a traced value back
     tb.lazy = B.lazy
     backends._cache[tb.key] = tb

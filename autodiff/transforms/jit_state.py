@@ -40,24 +40,59 @@ def module_key(m):
     return tuple(key)
 
 
+# The Python numbers of an optimizer that a replay reads anew (each a cell, traced as a
+# number, see jit's TraceNumber): the learning rate of each group (a schedule changes it
+# every epoch or step), and the entries of its state the class names (``_traced_numbers``:
+# a step count, NAdam's momentum product). Without them an Adam step, or any step under a
+# schedule, would trace again on every call.
+_GROUP_NUMBERS = ("lr",)
+
+
+def _numbers(opt):
+    return getattr(type(opt), "_traced_numbers", ())
+
+
+def _is_number(v):
+    return type(v) in (int, float)
+
+
 def optimizer_key(opt):
     """What a replay assumes of the optimizer ``opt``: its hyper-parameters and the
-    plain values of its state (a step count), and which arrays its state holds."""
+    plain values of its state (a counter a replay doesn't read anew), and which arrays
+    and numbers (by type) its state holds."""
+    numbers = _numbers(opt)
+
+    def plain(k, v, lifted):
+        if type(v) not in _SETTINGS or (k in lifted and _is_number(v)):
+            return k, type(v).__name__
+        return k, v
+
     groups = tuple(
         (tuple(id(p) for p in g["params"]),
-         tuple(sorted((k, v) for k, v in g.items() if type(v) in _SETTINGS)))
+         tuple(sorted(plain(k, v, _GROUP_NUMBERS) for k, v in g.items()
+                      if type(v) in _SETTINGS)))
         for g in opt.param_groups
     )  # fmt: skip
     state = tuple(
-        (id(p), tuple(sorted((k, v if type(v) in _SETTINGS else type(v).__name__)
-                             for k, v in s.items())))
+        (id(p), tuple(sorted(plain(k, v, numbers) for k, v in s.items())))
         for p, s in opt.state.items()
     )  # fmt: skip
     return groups, state
 
 
 def _shape_of(a):
-    return (type(a), tuple(a.shape), a.dtype) if a is not None else None
+    if a is None or _is_number(a):
+        return type(a)
+    return (type(a), tuple(a.shape), a.dtype)
+
+
+def _param_backend(opt, traced):
+    """The eager backend of ``opt``'s parameters (None if it has none)."""
+    for g in opt.param_groups:
+        for p in g["params"]:
+            d = p.data
+            return _backend_of(d.value if isinstance(d, traced) else d)  # lifted: its value
+    return None
 
 
 class State:
@@ -126,6 +161,14 @@ class State:
                     cls, _ = self.trace_of(B)
                     self.entries.append((s, k, v, _copy(v)))
                     s[k] = self._input(("entry", s, k), v, cls)
+        numbers = [(g, k) for g in opt.param_groups for k in _GROUP_NUMBERS]
+        numbers += [(s, k) for s in opt.state.values() for k in _numbers(opt)]
+        B = _param_backend(opt, self.trace_array)
+        for d, k in numbers:
+            v = d.get(k)
+            if _is_number(v) and B is not None:
+                self.entries.append((d, k, v, None))
+                d[k] = self._input(("entry", d, k), v, self.trace_of(B)[0]._number)
 
     def release(self, failed):
         """The eager classes and values back in every cell: on success what the trace

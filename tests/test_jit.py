@@ -529,12 +529,51 @@ def test_a_failed_trace_leaves_the_state_as_it_was():
     assert _unchanged(_snapshot(model), before) and opt.state == {}
 
 
+def test_dropout_modules_draw_their_seeds_on_each_replay_as_eager_does():
+    """nn.Dropout, MultiheadAttention's and a GRU's dropout draw a seed from nn.init's
+    generator per call: each replay draws it again (fresh masks, the losses of eager bit
+    for bit), from the generator in place then (manual_seed replaces it)."""
+
+    def run(jit):
+        nn.init.manual_seed(0)
+        mlp = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.5), nn.ReLU(), nn.Linear(16, 3))
+        mha = nn.MultiheadAttention(8, 2, dropout=0.3, batch_first=True)
+        gru = nn.GRU(4, 5, num_layers=2, dropout=0.4, batch_first=True)
+        params = [*mlp.parameters(), *mha.parameters(), *gru.parameters()]
+        opt = ad.optim.Adam(params, lr=0.01)
+        data = np.random.default_rng(0)
+        x, y = xp.asarray(data.standard_normal((8, 4)).astype(F32)), xp.asarray(np.arange(8) % 3)
+        s = xp.asarray(data.standard_normal((2, 5, 8)).astype(F32))
+        q = xp.asarray(data.standard_normal((2, 5, 4)).astype(F32))
+
+        def step(x, y, s, q):
+            opt.zero_grad()
+            loss = F.cross_entropy(mlp(x), y) + xp.mean(mha(s, s, s)[0] ** 2)
+            loss = loss + xp.mean(gru(q)[0] ** 2)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = ad.jit(step) if jit else step
+        losses = [f(x, y, s, q).data for _ in range(6)]
+        nn.init.manual_seed(7)  # a new generator: the replay draws from it
+        losses += [f(x, y, s, q).data for _ in range(3)]
+        return losses, [p.data for p in params], getattr(f, "traces", None)
+
+    want, want_params, _ = run(False)
+    got, params, traces = run(True)
+    assert traces == 2 and len({float(v) for v in got}) == len(got)  # fresh masks
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    assert all(np.array_equal(a, b) for a, b in zip(params, want_params))
+
+
 def test_what_reads_state_to_python_or_draws_a_host_seed_is_refused():
     model = _mlp()
     w = xp.ones(3, dtype=xp.float32)
-    drop = nn.Dropout(0.5)
     before, w0 = _snapshot(model), np.array(w.data, copy=True)
-    for f in (lambda x: x * float(w[0]), lambda x: drop(x), lambda x: model(x) * w[0].item()):
+    made = lambda x: nn.Linear(3, 3)(x)  # noqa: E731  (initialized by nn.init's generator)
+
+    for f in (lambda x: x * float(w[0]), made, lambda x: model(x) * w[0].item()):
         for x in (_x(4), _x(4).data):  # Tensors in, raw arrays in
             with pytest.raises(NotImplementedError, match="not supported"):
                 ad.jit(f)(x)

@@ -3,7 +3,8 @@ refuses to run while it does."""
 
 from __future__ import annotations
 
-__all__ = ["active", "refuse_state", "module_called", "optimizer_called", "state_use", "number"]
+__all__ = ["active", "refuse_state", "module_called", "optimizer_called", "state_use", "number",
+           "seed"]  # fmt: skip
 
 active: list = [None]  # the program being recorded; None outside a trace
 
@@ -42,6 +43,13 @@ def optimizer_called(opt) -> None:
     its parameters and state become state of the program."""
     if active[0] is not None:
         active[0].optimizer(opt)
+
+
+def seed(draw):
+    """``draw()``, a seed from a host generator (a dropout module's); while ``jit`` traces,
+    a draw the program makes again on each replay: a fresh mask each call, from the
+    generator's state then, as in eager."""
+    return draw() if active[0] is None else active[0].seed(draw)
 
 
 class Number:

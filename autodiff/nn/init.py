@@ -14,6 +14,7 @@ import math
 
 from .. import checks
 from ..backends import device_of
+from ..engine import tracing
 from ..engine.grad_mode import no_grad
 
 __all__ = [
@@ -50,6 +51,26 @@ def default_generator():
 
         _generator = np.random.default_rng()
     return _generator
+
+
+def next_seed(owner, attribute="generator"):
+    """A seed for a mask of the module ``owner``, from its generator (its ``attribute``)
+    or the default one. Under ``ad.jit`` each replay draws it again, from the generator
+    the module has then.
+
+    >>> import autodiff.nn as nn
+    >>> _ = nn.init.manual_seed(0)
+    >>> a = nn.init.next_seed(nn.Dropout())
+    >>> _ = nn.init.manual_seed(0)
+    >>> a == nn.init.next_seed(nn.Dropout())
+    True
+    """
+
+    def draw():
+        gen = getattr(owner, attribute) or default_generator()
+        return int(gen.integers(2**63 - 1))
+
+    return tracing.seed(draw)
 
 
 def check_generator(owner, generator):

@@ -34,8 +34,10 @@ Design (the recording runs through the engine unchanged):
   it. The calls whose output shape depends on the data (boolean indexing,
   ``nonzero``, ``unique_*``, ``repeat``) check it on replay and trace again when it
   differs. Random draws (dropout's ``bernoulli``) are calls like any other, drawn
-  afresh on each replay from the same generator as eager; a seed drawn on the host
-  during the trace (``nn.Dropout``) is refused (NotImplementedError).
+  afresh on each replay from the same generator as eager; a module's dropout seed
+  (``nn.Dropout``, attention's, a GRU's: ``nn.init.next_seed``) is a draw each replay
+  makes again from nn.init's generator; any other host draw during the trace (a module
+  initialized inside ``f``) is refused (NotImplementedError).
 - **State** (what ``f`` reads or writes but does not take: module parameters and
   buffers, their gradients, optimizer state, a Tensor it closes over) is read before
   each replay and written after it, as eager would change it (``jit_state.py``): a
@@ -234,6 +236,10 @@ class TraceArray:
         _outside(f"numpy.{func.__name__}")
 
 
+# A seed drawn on the host while tracing (tracing.seed): only ever handed to a draw
+_Seed = type("TraceSeed", (TraceArray,), {"__slots__": ()})
+
+
 def _outside(name):
     raise TypeError(
         f"jit: {name} called on a traced array at {_user_line()}; call the functions of "
@@ -390,6 +396,7 @@ class _Program:
 
     def __init__(self):
         self.code = []
+        self.host, self.unseen = None, False  # host generators' states (seed)
         self.n = 0
         self.inputs = []
         self.outputs = None  # per output leaf: ("raw"|"tensor", slot, rec) or ("const", v)
@@ -410,6 +417,16 @@ class _Program:
 
     def optimizer(self, opt):
         self.st.optimizer(opt)
+
+    def seed(self, draw):
+        """A seed ``draw()`` gives (tracing.seed), drawn again by each replay."""
+        if _host_random_state() != self.host:
+            self.unseen = True  # a draw before this one that no replay makes
+        out = draw()
+        slot = self.new_slot()
+        self.append(draw, (), (), (), {}, (), slot, True, None)
+        self.host = _host_random_state()
+        return _Seed(out, slot)
 
     def append(self, fn, args, tops, nested, kwargs, kslots, outs, effect, shapes):
         self.code.append([fn, args, tops, nested, kwargs, kslots, outs, effect, shapes])
@@ -725,7 +742,7 @@ def _trace(f, leaves, treedef, rebuild):
             traced.append(cls(x, prog.inputs[-1]))
         else:
             traced.append(x)
-    before = _host_random_state()
+    prog.host = _host_random_state()
     _active[0] = prog
     failed = True
     try:
@@ -734,12 +751,12 @@ def _trace(f, leaves, treedef, rebuild):
     finally:
         _active[0] = None
         prog.st.release(failed)
-    if _host_random_state() != before:
+    if prog.unseen or _host_random_state() != prog.host:
         raise NotImplementedError(
-            "jit: the function drew a seed on the host (nn.Dropout and the other modules "
-            "draw theirs from the generator of nn.init.manual_seed, checkpoint from its "
-            "own): a replay would reuse it, which is not supported by jit yet; use "
-            "nn.functional.dropout without a seed, whose mask is drawn afresh on replay"
+            "jit: the function drew from a host generator outside the draws a replay makes "
+            "again (a module initialized inside it draws from nn.init's generator, "
+            "checkpoint from its own): a replay would reuse what it drew, which is not "
+            "supported by jit yet; make the modules outside the jitted function"
         )
     outs, prog.treedef = pytree.flatten(out)
     prog.outputs, result = [], []

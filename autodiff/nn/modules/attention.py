@@ -156,7 +156,7 @@ class MultiheadAttention(Module):
             k = _rope(k, None, self.rope_base, False)
         weights = None
         if p:  # the weights dropped, as torch's (and returned after the dropout)
-            seed = int((self._generator or init.default_generator()).integers(2**63 - 1))
+            seed = init.next_seed(self, "_generator")
             out, weights = _attention_dropout(q, k, v, mask, is_causal, 1 / math.sqrt(d), p,
                                               seed)  # fmt: skip
         else:

@@ -22,8 +22,7 @@ class Dropout(Module):
     def forward(self, x):
         if not self.training or self.p == 0.0:
             return x
-        gen = self.generator or init.default_generator()
-        return _dropout(x, self.p, int(gen.integers(2**63 - 1)))
+        return _dropout(x, self.p, init.next_seed(self))
 
     def extra_repr(self):
         return f"p={self.p}"

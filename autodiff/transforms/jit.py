@@ -44,16 +44,24 @@ Design (the recording runs through the engine unchanged):
   torch-style step, ``opt.zero_grad(); loss.backward(); opt.step()``, replays. A
   replay needs the state it was traced with, else ``f`` is traced again (each program
   kept): the modules ``f`` called in the same mode with the same parameters and
-  settings, the optimizers with the same hyper-parameters and counters (Adam's step
-  count is one: each Adam step traces again), each state array of the same type, shape
-  and dtype, the same gradients present. A trace that makes state (an optimizer's first
+  settings, the optimizers with the same hyper-parameters and counters, each state
+  array of the same type, shape and dtype, the same gradients present. A learning rate
+  and an optimizer's step count (``_traced_numbers``) are Python numbers each replay
+  reads anew (:class:`TraceNumber`-s while tracing), so neither a schedule nor Adam's
+  next step traces again (RAdam's count decides a branch: it does). A trace that makes state (an optimizer's first
   step) is not replayed: the next call traces with it. What ``f`` computes from a
   closed-over Tensor alone, before it meets a traced value, is computed once (as
   ``jax.jit`` bakes what ``f`` closes over); a module's parameters are lifted before
   its forward runs, so everything computed from them is replayed. Reading state to
-  Python (``float(w[0])``) and a module that draws its dropout seed on the host raise
-  NotImplementedError. Tensors that require grad among the arguments (``jit(f)``
-  called inside ``grad``) and ``vmap``'s batches run ``f`` eagerly.
+  Python (``float(w[0])``) raises NotImplementedError. Tensors that require grad among
+  the arguments (``jit(f)`` called inside ``grad``) and ``vmap``'s batches run ``f``
+  eagerly.
+- **Threads.** A trace records its own thread only (``tracing.active`` is per thread):
+  other threads run eagerly meanwhile, and a jitted function may be called from
+  several threads, each tracing or replaying on its own.
+- **Buffers.** A replay on NumPy writes a ufunc's result into the buffer of an input
+  that dies at the call where no other slot sees it (``_Program._reuse``), as
+  hand-written NumPy reuses its temporaries; ``REUSE_BUFFERS = False`` turns it off.
 
 Python side effects of ``f`` (print, appending to a list) happen when tracing only.
 """
@@ -910,7 +918,7 @@ def jit(f, static_argnums=(), static_argnames=()):
                         try:
                             return prog.run([*args, *prog.st.arrays()])
                         except _Stale:
-                            cache[fast].remove(prog)
+                            _forget(cache[fast], prog)
                             break
         n = len(args)
         fixed = {i % n if n else i for i in nums}
@@ -943,7 +951,7 @@ def jit(f, static_argnums=(), static_argnames=()):
             try:
                 return prog.run(arrays)
             except _Stale:  # a data-dependent shape changed: trace again
-                progs.remove(prog)
+                _forget(progs, prog)
                 break
 
         def rebuild(tree):
@@ -961,6 +969,14 @@ def jit(f, static_argnums=(), static_argnames=()):
 
     jitted.traces = 0  # how many times f was traced (a new signature, a changed shape)
     return jitted
+
+
+def _forget(progs, prog):
+    """Drop a stale program (another thread may have dropped it already)."""
+    try:
+        progs.remove(prog)
+    except ValueError:
+        pass
 
 
 @functools.cache

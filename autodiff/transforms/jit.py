@@ -47,9 +47,9 @@ Design (the recording runs through the engine unchanged):
   settings, the optimizers with the same hyper-parameters and counters, each state
   array of the same type, shape and dtype, the same gradients present. A learning rate
   and an optimizer's step count (``_traced_numbers``) are Python numbers each replay
-  reads anew (:class:`TraceNumber`-s while tracing), so neither a schedule nor Adam's
-  next step traces again (RAdam's count decides a branch: it does). A trace that makes state (an optimizer's first
-  step) is not replayed: the next call traces with it. What ``f`` computes from a
+  reads anew (traced as numbers), so neither a schedule nor Adam's next step traces
+  again (RAdam's count decides a branch: it does). A trace that makes state (an
+  optimizer's first step) is not replayed: the next call traces with it. What ``f`` computes from a
   closed-over Tensor alone, before it meets a traced value, is computed once (as
   ``jax.jit`` bakes what ``f`` closes over); a module's parameters are lifted before
   its forward runs, so everything computed from them is replayed. Reading state to

@@ -386,6 +386,18 @@ def _gru():
     return model, ad.optim.SGD(model.parameters(), lr=0.05, momentum=0.5), batches
 
 
+def _cnn():
+    """A small digits-style CNN: convolution, BatchNorm, pooling, Dropout; Adam."""
+    nn.init.manual_seed(0)
+    layers = (nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+              nn.Flatten(), nn.Dropout(0.25), nn.Linear(16, 3))  # fmt: skip
+    model = nn.Sequential(*layers)
+    data = np.random.default_rng(7)
+    batches = [(xp.asarray(data.standard_normal((5, 1, 4, 4)).astype(F32)),
+                xp.asarray(data.integers(0, 3, 5))) for _ in range(20)]  # fmt: skip
+    return model, ad.optim.Adam(model.parameters(), lr=0.01), batches
+
+
 CROSS_ENTROPY = lambda model, x, y: F.cross_entropy(model(x), y)  # noqa: E731
 TRAININGS = {
     "mlp, SGD with momentum": (_mlp_sgd(), CROSS_ENTROPY, 2),
@@ -399,6 +411,7 @@ TRAININGS = {
         2,
     ),
     "GRU, SGD": (_gru, lambda model, x, y: F.mse_loss(model(x)[0], y), 2),
+    "CNN with BatchNorm and Dropout, Adam": (_cnn, CROSS_ENTROPY, 2),
 }
 
 
